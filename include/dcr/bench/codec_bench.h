@@ -1,0 +1,59 @@
+// The codec benchmark: for each change case (changed fractions of the realistic change model, a
+// dense step, the synthetic uniform injection) it encodes every frame of the model, applies them to
+// a copy of the base, and reports wire bytes against the entropy bound and two reference encodings,
+// encode/apply speed beside memcpy measured in the same run, and a bit-exactness verdict.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dcr/core/status.h"
+
+namespace dcr {
+
+struct CodecBenchOptions {
+  std::string model = "medium";          // preset name
+  std::string weights = "auto";          // auto | none | esrgan-medium | faceres-deep
+  std::vector<double> rates = {0.5, 1, 3, 5};  // percent of parameter elements changed
+  bool dense = true;                     // also a dense step (most values change)
+  bool uniform = true;                   // also the synthetic uniform injection at 3% and 5%
+  uint64_t frame_elements = 1ull << 22;
+  int repetitions = 3;                   // timed passes per case; the fastest counts
+  uint64_t seed = 1;
+  bool exhaustive = false;
+};
+
+struct CodecBenchRecord {
+  std::string name;            // "adam 3%", "dense", "uniform 5%"
+  double change_rate = 0;      // measured changed fraction of all elements
+  uint64_t changed = 0;
+  uint64_t elements = 0;
+  uint64_t model_bytes = 0;
+  uint64_t frames = 0;
+  uint64_t wire_bytes = 0;
+  double entropy_bound_bytes = 0;        // N·H(p)/8 + K·H(XOR words)/8
+  double entropy_bound_delta_bytes = 0;  // same with the entropy of ordered-delta words
+  uint64_t nemo_style_bytes = 0;
+  uint64_t pulse_style_bytes = 0;
+  double encode_gbps = 0;
+  double apply_gbps = 0;
+  double memcpy_gbps = 0;
+  bool bitexact = false;
+  std::string choices;  // how many frames took each value mode
+};
+
+struct CodecBenchReport {
+  std::string model;
+  std::string weights;  // what the master weights came from
+  uint64_t frame_elements = 0;
+  std::vector<CodecBenchRecord> records;
+};
+
+// Runs the benchmark; progress lines go to stderr.
+Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* report);
+
+void print_codec_bench(const CodecBenchReport& report);
+Status write_codec_bench_json(const CodecBenchReport& report, const std::string& path);
+
+}  // namespace dcr

@@ -1,0 +1,73 @@
+// Encodes the change of one canonical range into a frame. Position coding, value mode and value
+// packing are chosen per frame by the bytes they give after the entropy stage, unless forced.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "dcr/codec/frame.h"
+#include "dcr/codec/stream.h"
+#include "dcr/core/status.h"
+
+namespace dcr {
+
+struct FrameRange {
+  uint32_t tensor_id = 0;
+  uint64_t first = 0;
+  uint64_t count = 0;
+  unsigned width = 2;
+};
+
+struct EncodeOptions {
+  bool sign_magnitude = true;  // ordered deltas in float order (true) or integer order (false)
+  int zstd_level = 1;
+  bool exhaustive = false;  // write every candidate and keep the smallest (slower, for studies)
+  std::optional<PosCoding> pos_coding;  // forced choices; unset = smallest
+  std::optional<ValueMode> value_mode;
+  std::optional<ValuePacking> value_packing;
+};
+
+struct EncodeStats {
+  uint64_t changed = 0;
+  uint64_t frame_bytes = 0;
+  uint64_t position_bytes = 0;
+  uint64_t value_bytes = 0;
+  PosCoding pos_coding = PosCoding::all;
+  ValueMode value_mode = ValueMode::overwrite;
+  ValuePacking value_packing = ValuePacking::planes;
+};
+
+class FrameEncoder {
+ public:
+  explicit FrameEncoder(EncodeOptions options = {});
+  ~FrameEncoder();
+  FrameEncoder(const FrameEncoder&) = delete;
+  FrameEncoder& operator=(const FrameEncoder&) = delete;
+
+  const EncodeOptions& options() const { return options_; }
+  void set_options(const EncodeOptions& options) { options_ = options; }
+
+  // `base` and `target` point at the range's first element. The frame replaces *frame.
+  Status encode_delta(const FrameRange& range, const void* base, const void* target,
+                      uint64_t base_version, uint64_t target_version, std::vector<uint8_t>* frame,
+                      EncodeStats* stats = nullptr);
+
+  // Same, with the changed positions already known (from the CUDA diff kernel, say): positions
+  // must be exactly the ascending indices where base and target differ.
+  Status encode_delta_at(const FrameRange& range, const void* base, const void* target,
+                         const uint32_t* positions, uint64_t changed, uint64_t base_version,
+                         uint64_t target_version, std::vector<uint8_t>* frame,
+                         EncodeStats* stats = nullptr);
+
+  // A full frame: every value, applied over whatever the destination holds (first sync, repair).
+  Status encode_full(const FrameRange& range, const void* target, uint64_t target_version,
+                     std::vector<uint8_t>* frame, EncodeStats* stats = nullptr);
+
+ private:
+  struct Scratch;
+  EncodeOptions options_;
+  Scratch* scratch_;
+};
+
+}  // namespace dcr

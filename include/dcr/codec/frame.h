@@ -1,0 +1,68 @@
+// The frame: one self-describing encoded change of one canonical range, base bits -> target bits.
+// docs/frame-format.md is the specification; this header is its C++ form.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dcr/codec/value_mode.h"
+#include "dcr/core/status.h"
+
+namespace dcr {
+
+constexpr uint32_t kFrameMagic = 0x46524344;  // "DCRF" in little-endian byte order
+constexpr uint16_t kFrameFormatVersion = 1;
+constexpr size_t kFrameHeaderBytes = 104;
+constexpr uint64_t kMaxFrameElements = 0xffffffffull;  // positions are 32-bit offsets in the range
+
+enum class PosCoding : uint8_t {
+  all = 0,          // every element changed: no positions
+  bitmap = 1,       // one bit per element, LSB first
+  gaps_varint = 2,  // LEB128 gaps between changed positions
+  gaps_token = 3,   // bucketed gap tokens + raw low bits
+};
+constexpr int kPosCodingCount = 4;
+
+enum class ValuePacking : uint8_t {
+  planes = 0,  // byte b of every word in plane b
+  tokens = 1,  // bucketed word tokens + raw low bits
+};
+constexpr int kValuePackingCount = 2;
+
+constexpr uint8_t kFrameFlagFull = 1;  // applies over any destination bits (first sync, repair)
+
+struct FrameHeader {
+  uint32_t tensor_id = 0;
+  uint8_t elem_width = 0;
+  PosCoding pos_coding = PosCoding::all;
+  ValueMode value_mode = ValueMode::overwrite;
+  ValuePacking value_packing = ValuePacking::planes;
+  uint8_t flags = 0;
+  uint64_t first = 0;    // first element of the canonical range
+  uint64_t count = 0;    // elements in the range
+  uint64_t changed = 0;  // elements whose bits differ between base and target
+  uint64_t base_version = 0;
+  uint64_t target_version = 0;
+  uint64_t base_hash = 0;    // hash64 of the range's base bits
+  uint64_t target_hash = 0;  // hash64 of the range's target bits
+  uint64_t payload_bytes = 0;
+  uint64_t payload_hash = 0;
+
+  bool is_full() const { return (flags & kFrameFlagFull) != 0; }
+  std::string describe() const;  // "tensor 3 [4096, +1024) v7->v8 ..." for error messages
+};
+
+const char* pos_coding_name(PosCoding coding);
+const char* value_mode_name(ValueMode mode);
+const char* value_packing_name(ValuePacking packing);
+
+// Serialises the header (computing its own checksum) into the first kFrameHeaderBytes of `out`.
+void write_frame_header(const FrameHeader& header, uint8_t* out);
+
+// Parses and validates the header of `frame` (every field, the header checksum, the total length
+// and the payload checksum). On success the payload is frame + kFrameHeaderBytes.
+Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header);
+
+}  // namespace dcr

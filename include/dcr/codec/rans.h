@@ -1,0 +1,56 @@
+// Order-0 range asymmetric numeral system (rANS) coder over a byte alphabet, with a per-stream
+// static frequency table. Unlike Huffman (zstd's literal coder) it spends fractions of a bit per
+// symbol, which is what low-entropy token streams (1-3 bits per change) need to reach their bound.
+//
+// State: 32 bits, kept in [2^23, 2^31); renormalisation moves whole bytes; probabilities are
+// quantised to kRansProbBits. Symbols are encoded last-to-first so the decoder reads forward.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "dcr/codec/byte_io.h"
+#include "dcr/core/status.h"
+
+namespace dcr {
+
+constexpr unsigned kRansProbBits = 15;
+constexpr uint32_t kRansProbScale = 1u << kRansProbBits;
+
+using Histogram = std::array<uint64_t, 256>;
+
+void histogram_of(const uint8_t* symbols, size_t count, Histogram* hist);
+
+// Quantised frequencies summing to kRansProbScale; every symbol present in the input keeps >= 1.
+class RansTable {
+ public:
+  // Builds the table from counts; `hist` must have at least one non-zero entry.
+  void build(const Histogram& hist);
+  // Serialised size of the table in bytes, and the estimated payload size for `hist` in bytes.
+  size_t table_bytes() const;
+  double payload_bytes(const Histogram& hist) const;
+
+  void write(std::vector<uint8_t>* out) const;
+  Status read(ByteReader* reader);
+
+  uint32_t freq(uint8_t s) const { return freq_[s]; }
+  uint32_t cum(uint8_t s) const { return cum_[s]; }
+
+ private:
+  void finish_cumulative();
+  std::array<uint32_t, 256> freq_{};
+  std::array<uint32_t, 256> cum_{};
+};
+
+// Appends the rANS code of `symbols` (table not included) to `out`.
+void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
+                 std::vector<uint8_t>* scratch, std::vector<uint8_t>* out);
+
+// Decodes exactly `count` symbols from `code`; fails with Code::corrupt unless the code is
+// consumed exactly and the final state is the initial one.
+Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
+                   std::vector<uint8_t>* slot_to_symbol, uint8_t* symbols);
+
+}  // namespace dcr

@@ -1,0 +1,47 @@
+// The entropy stage: one byte stream coded as raw bytes, zstd, or rANS, whichever is smallest.
+// Wire layout of a stream: coder (1 byte), decoded length (varint), coded length (varint), code;
+// an rANS code starts with its frequency table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "dcr/codec/byte_io.h"
+#include "dcr/codec/rans.h"
+#include "dcr/core/status.h"
+
+namespace dcr {
+
+enum class Coder : uint8_t { raw = 0, zstd = 1, rans = 2 };
+
+struct StreamOptions {
+  bool try_zstd = false;  // zstd pays off on repetitive bytes (bitmaps, value planes), not on tokens
+  int zstd_level = 1;
+};
+
+// Reusable buffers and compression contexts; one per thread.
+class StreamCodec {
+ public:
+  StreamCodec();
+  ~StreamCodec();
+  StreamCodec(const StreamCodec&) = delete;
+  StreamCodec& operator=(const StreamCodec&) = delete;
+
+  // Appends `data` as one stream, choosing the smallest coder; returns the coder used.
+  Coder write(const uint8_t* data, size_t size, const StreamOptions& options, std::vector<uint8_t>* out);
+
+  // Reads one stream of at most `max_size` decoded bytes. *data points either into the input (raw)
+  // or into an internal buffer valid until the next read into the same `slot` (0..kStreamSlots-1).
+  static constexpr int kStreamSlots = 8;
+  Status read(ByteReader* reader, size_t max_size, int slot, const uint8_t** data, size_t* size);
+
+  // Estimated stream size (header included) if coded with the better of raw and rANS.
+  static double estimate(const Histogram& hist, size_t size);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace dcr

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what dcr needs to build and test on Debian 12, idempotently (a fresh machine has none of
+# it). Run as root or with sudo available. Packages already present are left alone.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  openmpi-bin libopenmpi-dev          # MPI: control plane, launch
+  libucx-dev ucx-utils                # UCX: data plane
+  libhdf5-dev                         # HDF5: snapshots and checkpoints
+  libzstd-dev zstd                    # zstd: entropy stage
+  libxxhash-dev                       # XXH3 hashes
+  libboost-program-options-dev        # command line and INI configs
+  libgtest-dev                        # GoogleTest
+  nlohmann-json3-dev                  # JSON records and tfjs manifests
+  clang libclang-rt-14-dev            # libFuzzer for the decoder fuzz target
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,295 @@
+#include "dcr/bench/codec_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "dcr/bench/reference_encodings.h"
+#include "dcr/codec/decoder.h"
+#include "dcr/codec/encoder.h"
+#include "dcr/codec/scan.h"
+#include "dcr/core/hash.h"
+#include "dcr/model/change_model.h"
+#include "dcr/model/presets.h"
+#include "dcr/model/real_weights.h"
+
+namespace dcr {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Bits = std::vector<std::vector<uint8_t>>;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One frame's canonical range and where its bytes start inside the tensor.
+struct FrameSlot {
+  size_t tensor;
+  FrameRange range;
+  uint64_t offset_bytes;
+};
+
+std::vector<FrameSlot> cut_frames(const Manifest& manifest, uint64_t frame_elements) {
+  std::vector<FrameSlot> slots;
+  for (size_t t = 0; t < manifest.tensors.size(); ++t) {
+    const TensorDesc& desc = manifest.tensors[t];
+    const unsigned width = static_cast<unsigned>(desc.width());
+    for (uint64_t first = 0; first < desc.numel(); first += frame_elements) {
+      const uint64_t count = std::min(frame_elements, desc.numel() - first);
+      slots.push_back({t, FrameRange{static_cast<uint32_t>(t), first, count, width}, first * width});
+    }
+  }
+  return slots;
+}
+
+// Everything measured for one change case, from the same base and target bits.
+class CaseRunner {
+ public:
+  CaseRunner(const Manifest& manifest, const CodecBenchOptions& options)
+      : manifest_(manifest), options_(options), slots_(cut_frames(manifest, options.frame_elements)),
+        wire_(slots_.size()) {
+    EncodeOptions encode_options;
+    encode_options.exhaustive = options.exhaustive;
+    encoder_.set_options(encode_options);
+  }
+
+  Status run(const std::string& name, const Bits& base, const Bits& target, CodecBenchRecord* r) {
+    r->name = name;
+    r->frames = slots_.size();
+    r->model_bytes = manifest_.total_bytes();
+    DCR_TRY(encode_all(base, target, r));
+    DCR_TRY(apply_all(base, target, r));
+    measure_memcpy(base, r);
+    analyse(base, target, r);
+    return Status::ok();
+  }
+
+ private:
+  Status encode_once(const Bits& base, const Bits& target, std::map<std::string, int>* modes) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const FrameSlot& s = slots_[i];
+      const TensorDesc& desc = manifest_.tensors[s.tensor];
+      EncodeOptions o = encoder_.options();
+      o.sign_magnitude = dtype_is_float(desc.dtype);
+      encoder_.set_options(o);
+      EncodeStats stats;
+      DCR_TRY(encoder_.encode_delta(s.range, base[s.tensor].data() + s.offset_bytes,
+                                    target[s.tensor].data() + s.offset_bytes, 0, 1, &wire_[i], &stats));
+      if (modes != nullptr) ++(*modes)[value_mode_name(stats.value_mode)];
+    }
+    return Status::ok();
+  }
+
+  Status encode_all(const Bits& base, const Bits& target, CodecBenchRecord* r) {
+    std::map<std::string, int> modes;
+    DCR_TRY(encode_once(base, target, &modes));  // warm-up: buffers allocated and touched
+    double best = 1e30;
+    for (int rep = 0; rep < options_.repetitions; ++rep) {
+      const auto start = Clock::now();
+      DCR_TRY(encode_once(base, target, nullptr));
+      best = std::min(best, seconds_since(start));
+    }
+    r->encode_gbps = r->model_bytes / best / 1e9;
+    r->wire_bytes = 0;
+    for (const auto& frame : wire_) r->wire_bytes += frame.size();
+    r->choices.clear();
+    for (const auto& m : modes) r->choices += (r->choices.empty() ? "" : " ") + m.first + ":" + std::to_string(m.second);
+    return Status::ok();
+  }
+
+  Status apply_once(Bits* dst) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const FrameSlot& s = slots_[i];
+      const TensorDesc& desc = manifest_.tensors[s.tensor];
+      const TensorView view{static_cast<uint32_t>(s.tensor), (*dst)[s.tensor].data(), 0, desc.numel(),
+                            static_cast<unsigned>(desc.width())};
+      ApplyOutcome outcome;
+      DCR_TRY(decoder_.apply(wire_[i].data(), wire_[i].size(), view, 0, &outcome));
+    }
+    return Status::ok();
+  }
+
+  static void copy_bits(const Bits& from, Bits* to) {
+    to->resize(from.size());
+    for (size_t t = 0; t < from.size(); ++t) {
+      (*to)[t].resize(from[t].size());
+      std::memcpy((*to)[t].data(), from[t].data(), from[t].size());
+    }
+  }
+
+  Status apply_all(const Bits& base, const Bits& target, CodecBenchRecord* r) {
+    Bits dst;
+    double best = 1e30;
+    for (int rep = 0; rep <= options_.repetitions; ++rep) {  // rep 0 warms up
+      copy_bits(base, &dst);
+      const auto start = Clock::now();
+      DCR_TRY(apply_once(&dst));
+      if (rep > 0) best = std::min(best, seconds_since(start));
+    }
+    r->apply_gbps = r->model_bytes / best / 1e9;
+    r->bitexact = true;
+    for (size_t t = 0; t < dst.size(); ++t) {
+      r->bitexact = r->bitexact && hash64(dst[t].data(), dst[t].size()) == hash64(target[t].data(), target[t].size()) &&
+                    dst[t] == target[t];
+    }
+    return Status::ok();
+  }
+
+  void measure_memcpy(const Bits& base, CodecBenchRecord* r) {
+    Bits dst;
+    copy_bits(base, &dst);  // first touch
+    double best = 1e30;
+    for (int rep = 0; rep < options_.repetitions; ++rep) {
+      const auto start = Clock::now();
+      copy_bits(base, &dst);
+      best = std::min(best, seconds_since(start));
+    }
+    r->memcpy_gbps = r->model_bytes / best / 1e9;
+  }
+
+  void analyse(const Bits& base, const Bits& target, CodecBenchRecord* r) {
+    EntropyBound bound;
+    ReferenceEncodings reference;
+    std::vector<uint32_t> positions(options_.frame_elements);
+    r->nemo_style_bytes = r->pulse_style_bytes = 0;
+    for (const FrameSlot& s : slots_) {
+      const uint8_t* b = base[s.tensor].data() + s.offset_bytes;
+      const uint8_t* t = target[s.tensor].data() + s.offset_bytes;
+      const unsigned w = s.range.width;
+      const uint64_t k = scan_changes(b, t, s.range.count, w, positions.data());
+      bound.add(b, t, w, s.range.count, positions.data(), k, dtype_is_float(manifest_.tensors[s.tensor].dtype));
+      r->nemo_style_bytes += reference.nemo_style_bytes(b, t, w, positions.data(), k);
+      r->pulse_style_bytes += reference.pulse_style_bytes(t, w, positions.data(), k);
+    }
+    r->elements = bound.elements();
+    r->changed = bound.changed();
+    r->change_rate = static_cast<double>(r->changed) / r->elements;
+    r->entropy_bound_bytes = bound.xor_bound_bytes();
+    r->entropy_bound_delta_bytes = bound.delta_bound_bytes();
+  }
+
+  const Manifest& manifest_;
+  const CodecBenchOptions& options_;
+  std::vector<FrameSlot> slots_;
+  std::vector<std::vector<uint8_t>> wire_;
+  FrameEncoder encoder_;
+  FrameDecoder decoder_;
+};
+
+Status load_pool(const CodecBenchOptions& options, RealWeights* pool, std::string* described) {
+  if (options.weights == "none") {
+    *described = "seeded (no real weights asked for)";
+    return Status::ok();
+  }
+  const std::string package = options.weights == "auto" ? "esrgan-medium" : options.weights;
+  std::string model_json;
+  const Status found = find_real_weights(package, &model_json);
+  if (!found.is_ok()) {
+    if (options.weights != "auto") return found;
+    std::fprintf(stderr, "dcr bench: %s; using seeded master weights\n", found.message().c_str());
+    *described = "seeded (real weights not fetched)";
+    return Status::ok();
+  }
+  DCR_TRY(load_tfjs_weights(model_json, pool));
+  *described = package + " (real f32 values, " + std::to_string(pool->values.size()) + " of them, tiled over the preset)";
+  return Status::ok();
+}
+
+}  // namespace
+
+Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* report) {
+  DCR_REQUIRE(options.frame_elements > 0 && options.frame_elements <= kMaxFrameElements, Code::invalid_argument,
+              "--frame-elements must be in [1, 2^32-1]");
+  DCR_REQUIRE(options.repetitions >= 1, Code::invalid_argument, "--reps must be at least 1");
+  Manifest manifest;
+  DCR_TRY(make_preset(options.model, &manifest));
+  RealWeights pool;
+  DCR_TRY(load_pool(options, &pool, &report->weights));
+  report->model = options.model;
+  report->frame_elements = options.frame_elements;
+
+  ChangeModelOptions model_options;
+  model_options.seed = options.seed;
+  model_options.pool = pool.values.empty() ? nullptr : &pool;
+  std::unique_ptr<ChangeModel> model;
+  DCR_TRY(ChangeModel::create(manifest, model_options, &model));
+  CaseRunner runner(manifest, options);
+
+  struct Case {
+    std::string name;
+    double fraction;
+    bool uniform;
+  };
+  std::vector<Case> cases;
+  for (double rate : options.rates) cases.push_back({"adam " + std::to_string(rate).substr(0, 4) + "%", rate / 100, false});
+  if (options.dense) cases.push_back({"dense step", 0.9, false});
+  if (options.uniform) {
+    for (double rate : {3.0, 5.0}) cases.push_back({"uniform " + std::to_string(int(rate)) + "%", rate / 100, true});
+  }
+  for (const Case& c : cases) {
+    DCR_REQUIRE(c.fraction > 0 && c.fraction < 1, Code::invalid_argument, "change rates must lie in (0, 100) percent");
+    const auto start = Clock::now();
+    const Bits base = model->snapshot();
+    if (c.uniform) {
+      DCR_TRY(model->inject_uniform(c.fraction));
+    } else {
+      DCR_TRY(model->step(model->tune_lr(c.fraction)));
+    }
+    CodecBenchRecord record;
+    DCR_TRY(runner.run(c.name, base, model->snapshot(), &record));
+    std::fprintf(stderr, "dcr bench: %-12s done in %.1f s\n", c.name.c_str(), seconds_since(start));
+    report->records.push_back(record);
+  }
+  return Status::ok();
+}
+
+void print_codec_bench(const CodecBenchReport& report) {
+  std::printf("model %s, master weights: %s, frames of up to %llu elements\n", report.model.c_str(),
+              report.weights.c_str(), static_cast<unsigned long long>(report.frame_elements));
+  std::printf("%-12s %7s %10s %7s %10s %6s %10s %6s %10s %6s %7s %7s %7s %5s %5s %s\n", "case", "changed",
+              "wire MB", "B/chg", "bound MB", "ratio", "nemo MB", "x", "pulse MB", "x", "enc GB/s",
+              "app GB/s", "cpy GB/s", "enc/c", "app/c", "bitexact");
+  for (const CodecBenchRecord& r : report.records) {
+    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %10.3f %6.2f %10.3f %6.2f %7.2f %7.2f %7.2f %5.2f %5.2f %s\n",
+                r.name.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6,
+                r.changed ? double(r.wire_bytes) / r.changed : 0.0, r.entropy_bound_bytes / 1e6,
+                r.wire_bytes / r.entropy_bound_bytes, r.nemo_style_bytes / 1e6,
+                double(r.nemo_style_bytes) / r.wire_bytes, r.pulse_style_bytes / 1e6,
+                double(r.pulse_style_bytes) / r.wire_bytes, r.encode_gbps, r.apply_gbps, r.memcpy_gbps,
+                r.encode_gbps / r.memcpy_gbps, r.apply_gbps / r.memcpy_gbps, r.bitexact ? "yes" : "NO");
+  }
+  std::printf("bound: positions H(p) bits per element + values at the empirical entropy of their XOR masks;\n"
+              "ratio = wire / bound; x = reference bytes / dcr bytes; GB/s = model bytes per second, one thread.\n");
+}
+
+Status write_codec_bench_json(const CodecBenchReport& report, const std::string& path) {
+  nlohmann::json records = nlohmann::json::array();
+  for (const CodecBenchRecord& r : report.records) {
+    records.push_back({{"case", r.name}, {"change_rate", r.change_rate}, {"changed_elements", r.changed},
+                       {"elements", r.elements}, {"model_bytes", r.model_bytes}, {"frames", r.frames},
+                       {"wire_bytes", r.wire_bytes}, {"entropy_bound_bytes", r.entropy_bound_bytes},
+                       {"entropy_bound_delta_bytes", r.entropy_bound_delta_bytes},
+                       {"ratio_to_bound", r.wire_bytes / r.entropy_bound_bytes},
+                       {"bytes_per_changed_element", r.changed ? double(r.wire_bytes) / r.changed : 0.0},
+                       {"nemo_style_bytes", r.nemo_style_bytes}, {"pulse_style_bytes", r.pulse_style_bytes},
+                       {"encode_gbps", r.encode_gbps}, {"apply_gbps", r.apply_gbps},
+                       {"memcpy_gbps", r.memcpy_gbps}, {"bitexact", r.bitexact}, {"value_modes", r.choices}});
+  }
+  const nlohmann::json doc = {{"benchmark", "codec"}, {"model", report.model}, {"weights", report.weights},
+                              {"frame_elements", report.frame_elements}, {"records", records}};
+  std::ofstream out(path);
+  DCR_REQUIRE(out.good(), Code::io_error, "cannot write benchmark results to '" + path + "'");
+  out << doc.dump(2) << "\n";
+  DCR_REQUIRE(out.good(), Code::io_error, "writing '" + path + "' failed");
+  return Status::ok();
+}
+
+}  // namespace dcr

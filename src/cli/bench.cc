@@ -1,0 +1,88 @@
+// `dcr bench <name>`: benchmarks. Today: `dcr bench codec`.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "dcr/bench/codec_bench.h"
+#include "src/cli/commands.h"
+
+namespace po = boost::program_options;
+
+namespace dcr::cli {
+
+namespace {
+
+std::vector<double> parse_rates(const std::string& text) {
+  std::vector<double> rates;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) rates.push_back(std::stod(item));
+  return rates;
+}
+
+int run_codec(int argc, char** argv) {
+  CodecBenchOptions o;
+  std::string rates = "0.5,1,3,5", json;
+  po::options_description desc(
+      "dcr bench codec: encode every frame of a model after a realistic BF16 training step and apply it back.\n"
+      "Reports wire bytes vs the entropy bound and two reference encodings, encode/apply GB/s beside memcpy\n"
+      "GB/s measured in the same run, and whether the applied bits equal the target bit for bit.\n\noptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&o.model)->default_value(o.model), "model preset: tiny, small, medium, large")
+      ("weights", po::value(&o.weights)->default_value(o.weights),
+       "master weights: auto (real weights when fetched by scripts/fetch_weights.sh, else seeded), none, esrgan-medium, faceres-deep")
+      ("rates", po::value(&rates)->default_value(rates), "changed fractions in percent, comma separated")
+      ("dense", po::value(&o.dense)->default_value(o.dense), "also run a dense step (about 90% of values change)")
+      ("uniform", po::value(&o.uniform)->default_value(o.uniform), "also run the synthetic uniform injection at 3% and 5%")
+      ("frame-elements", po::value(&o.frame_elements)->default_value(o.frame_elements), "elements per frame (canonical range)")
+      ("reps", po::value(&o.repetitions)->default_value(o.repetitions), "timed passes per case (fastest counts)")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the change model")
+      ("exhaustive", po::bool_switch(&o.exhaustive), "write every coding candidate and keep the smallest (slower)")
+      ("json", po::value(&json), "also write the records as JSON to this file");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+    o.rates = parse_rates(rates);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dcr bench codec: %s\n\n", e.what());
+    std::cerr << desc << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  CodecBenchReport report;
+  Status s = run_codec_bench(o, &report);
+  if (s.is_ok()) {
+    print_codec_bench(report);
+    if (!json.empty()) s = write_codec_bench_json(report, json);
+  }
+  if (!s.is_ok()) {
+    std::fprintf(stderr, "dcr bench codec: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  for (const CodecBenchRecord& r : report.records) {
+    if (!r.bitexact) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::printf("usage: dcr bench codec [options]   (dcr bench codec --help)\n");
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::string(argv[1]) == "codec") return run_codec(argc - 1, argv + 1);
+  std::fprintf(stderr, "dcr bench: unknown benchmark '%s' (available: codec)\n", argv[1]);
+  return 2;
+}
+
+}  // namespace dcr::cli

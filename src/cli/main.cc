@@ -1,0 +1,47 @@
+// dcr: one command-line program with subcommands.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "src/cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+const Command kCommands[] = {
+    {"bench", "benchmarks: 'dcr bench codec' (frame sizes, entropy bounds, GB/s)", dcr::cli::run_bench},
+    {"info", "build configuration and library versions (MPI, UCX, HDF5, zstd, CUDA)", dcr::cli::run_info},
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "dcr %s - delta-compressed refit of LLM policy weights\n\n"
+               "usage: dcr <command> [options]    (dcr <command> --help for its options)\n\ncommands:\n",
+               DCR_VERSION);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("dcr %s\n", DCR_VERSION);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (argv[1] == std::string(c.name)) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "dcr: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}

@@ -1,0 +1,115 @@
+#include "dcr/codec/frame.h"
+
+#include "dcr/codec/byte_io.h"
+#include "dcr/core/hash.h"
+
+namespace dcr {
+
+const char* pos_coding_name(PosCoding coding) {
+  switch (coding) {
+    case PosCoding::all: return "all";
+    case PosCoding::bitmap: return "bitmap";
+    case PosCoding::gaps_varint: return "gaps-varint";
+    case PosCoding::gaps_token: return "gaps-token";
+  }
+  return "?";
+}
+
+const char* value_mode_name(ValueMode mode) {
+  switch (mode) {
+    case ValueMode::xor_mask: return "xor";
+    case ValueMode::overwrite: return "overwrite";
+    case ValueMode::delta_sm: return "delta-sm";
+    case ValueMode::delta_tc: return "delta-tc";
+  }
+  return "?";
+}
+
+const char* value_packing_name(ValuePacking packing) {
+  return packing == ValuePacking::planes ? "planes" : "tokens";
+}
+
+std::string FrameHeader::describe() const {
+  return "tensor " + std::to_string(tensor_id) + " [" + std::to_string(first) + ", +" +
+         std::to_string(count) + ") v" + std::to_string(base_version) + "->v" +
+         std::to_string(target_version) + (is_full() ? " (full)" : "");
+}
+
+// Byte layout (little-endian):
+//   0 magic u32 | 4 format version u16 | 6 header bytes u16 | 8 tensor id u32 | 12 element width u8
+//  13 position coding u8 | 14 value mode u8 | 15 value packing u8 | 16 flags u8 | 17..23 zero
+//  24 first u64 | 32 count u64 | 40 changed u64 | 48 base version u64 | 56 target version u64
+//  64 base hash u64 | 72 target hash u64 | 80 payload bytes u64 | 88 payload hash u64
+//  96 header hash u64 (hash64 of bytes 0..95)
+void write_frame_header(const FrameHeader& h, uint8_t* out) {
+  std::vector<uint8_t> b;
+  b.reserve(kFrameHeaderBytes);
+  put_le(&b, kFrameMagic, 4);
+  put_le(&b, kFrameFormatVersion, 2);
+  put_le(&b, kFrameHeaderBytes, 2);
+  put_le(&b, h.tensor_id, 4);
+  put_le(&b, h.elem_width, 1);
+  put_le(&b, static_cast<uint8_t>(h.pos_coding), 1);
+  put_le(&b, static_cast<uint8_t>(h.value_mode), 1);
+  put_le(&b, static_cast<uint8_t>(h.value_packing), 1);
+  put_le(&b, h.flags, 1);
+  put_le(&b, 0, 7);
+  for (uint64_t v : {h.first, h.count, h.changed, h.base_version, h.target_version, h.base_hash,
+                     h.target_hash, h.payload_bytes, h.payload_hash}) {
+    put_le(&b, v, 8);
+  }
+  put_le(&b, hash64(b.data(), b.size()), 8);
+  std::copy(b.begin(), b.end(), out);
+}
+
+namespace {
+Status check_fields(const uint8_t* p, FrameHeader* h) {
+  const uint64_t magic = get_le(p, 4);
+  DCR_REQUIRE(magic == kFrameMagic, Code::corrupt, "not a dcr frame (bad magic)");
+  const uint64_t version = get_le(p + 4, 2);
+  DCR_REQUIRE(version == kFrameFormatVersion, Code::corrupt,
+              "frame format version " + std::to_string(version) + " is not supported (this build reads " +
+                  std::to_string(kFrameFormatVersion) + ")");
+  DCR_REQUIRE(get_le(p + 6, 2) == kFrameHeaderBytes, Code::corrupt, "frame header has the wrong size");
+  DCR_REQUIRE(get_le(p + 96, 8) == hash64(p, 96), Code::corrupt, "frame header checksum mismatch");
+  h->tensor_id = static_cast<uint32_t>(get_le(p + 8, 4));
+  h->elem_width = p[12];
+  DCR_REQUIRE(h->elem_width == 1 || h->elem_width == 2 || h->elem_width == 4 || h->elem_width == 8,
+              Code::corrupt, "frame element width " + std::to_string(h->elem_width) + " is not 1, 2, 4 or 8");
+  DCR_REQUIRE(p[13] < kPosCodingCount, Code::corrupt, "unknown position coding");
+  DCR_REQUIRE(p[14] < kValueModeCount, Code::corrupt, "unknown value mode");
+  DCR_REQUIRE(p[15] < kValuePackingCount, Code::corrupt, "unknown value packing");
+  DCR_REQUIRE((p[16] & ~kFrameFlagFull) == 0 && get_le(p + 17, 7) == 0, Code::corrupt,
+              "frame header has unknown flags or non-zero reserved bytes");
+  h->pos_coding = static_cast<PosCoding>(p[13]);
+  h->value_mode = static_cast<ValueMode>(p[14]);
+  h->value_packing = static_cast<ValuePacking>(p[15]);
+  h->flags = p[16];
+  uint64_t* fields[] = {&h->first, &h->count, &h->changed, &h->base_version, &h->target_version,
+                        &h->base_hash, &h->target_hash, &h->payload_bytes, &h->payload_hash};
+  for (int i = 0; i < 9; ++i) *fields[i] = get_le(p + 24 + 8 * i, 8);
+  DCR_REQUIRE(h->count <= kMaxFrameElements, Code::corrupt, "frame range longer than 2^32-1 elements");
+  DCR_REQUIRE(h->first <= UINT64_MAX - h->count, Code::corrupt, "frame range overflows");
+  DCR_REQUIRE(h->changed <= h->count, Code::corrupt, "frame claims more changes than elements");
+  DCR_REQUIRE(h->pos_coding != PosCoding::all || h->changed == h->count, Code::corrupt,
+              "frame codes positions as 'all' but not every element changed");
+  return Status::ok();
+}
+}  // namespace
+
+Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header) {
+  DCR_REQUIRE(size >= kFrameHeaderBytes, Code::corrupt,
+              "frame truncated: " + std::to_string(size) + " bytes, header alone needs " +
+                  std::to_string(kFrameHeaderBytes));
+  DCR_TRY(check_fields(frame, header));
+  const uint64_t payload = size - kFrameHeaderBytes;
+  DCR_REQUIRE(header->payload_bytes == payload, Code::corrupt,
+              "frame " + header->describe() + ": payload is " + std::to_string(payload) +
+                  " bytes, header says " + std::to_string(header->payload_bytes) +
+                  (payload < header->payload_bytes ? " (truncated)" : " (trailing bytes)"));
+  DCR_REQUIRE(hash64(frame + kFrameHeaderBytes, payload) == header->payload_hash, Code::corrupt,
+              "frame " + header->describe() + ": payload checksum mismatch");
+  return Status::ok();
+}
+
+}  // namespace dcr

@@ -1,0 +1,169 @@
+#include "dcr/codec/rans.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dcr {
+
+namespace {
+constexpr uint32_t kLow = 1u << 23;  // lower bound of the normalised state
+}
+
+void histogram_of(const uint8_t* symbols, size_t count, Histogram* hist) {
+  // Four sub-histograms break the store-to-load dependency on runs of one symbol.
+  uint32_t part[4][256] = {};
+  size_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    ++part[0][symbols[i]];
+    ++part[1][symbols[i + 1]];
+    ++part[2][symbols[i + 2]];
+    ++part[3][symbols[i + 3]];
+  }
+  for (; i < count; ++i) ++part[0][symbols[i]];
+  for (int s = 0; s < 256; ++s) {
+    (*hist)[s] = static_cast<uint64_t>(part[0][s]) + part[1][s] + part[2][s] + part[3][s];
+  }
+}
+
+void RansTable::build(const Histogram& hist) {
+  uint64_t total = 0;
+  for (uint64_t c : hist) total += c;
+  int64_t sum = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (hist[s] == 0) {
+      freq_[s] = 0;
+      continue;
+    }
+    const double scaled = static_cast<double>(hist[s]) * kRansProbScale / static_cast<double>(total);
+    freq_[s] = std::max<uint32_t>(1, static_cast<uint32_t>(scaled + 0.5));
+    sum += freq_[s];
+  }
+  // Move the rounding error onto the largest frequencies, never dropping a present symbol to 0.
+  while (sum != kRansProbScale) {
+    const int largest = static_cast<int>(std::max_element(freq_.begin(), freq_.end()) - freq_.begin());
+    if (sum < kRansProbScale) {
+      freq_[largest] += static_cast<uint32_t>(kRansProbScale - sum);
+      sum = kRansProbScale;
+    } else {
+      const int64_t cut = std::min<int64_t>(sum - kRansProbScale, freq_[largest] - 1);
+      freq_[largest] -= static_cast<uint32_t>(cut);
+      sum -= cut;
+      if (cut == 0) break;  // unreachable: 256 symbols cannot all sit at 1 with sum > 2^15
+    }
+  }
+  finish_cumulative();
+}
+
+void RansTable::finish_cumulative() {
+  uint32_t running = 0;
+  for (int s = 0; s < 256; ++s) {
+    cum_[s] = running;
+    running += freq_[s];
+  }
+}
+
+size_t RansTable::table_bytes() const {
+  std::vector<uint8_t> tmp;
+  write(&tmp);
+  return tmp.size();
+}
+
+double RansTable::payload_bytes(const Histogram& hist) const {
+  double bits = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (hist[s] != 0) bits += static_cast<double>(hist[s]) * (kRansProbBits - std::log2(freq_[s]));
+  }
+  return bits / 8 + 4;  // + the flushed state
+}
+
+// Layout: symbol count - 1 (one byte), then per present symbol in increasing order: the symbol
+// byte and, for all but the last, its frequency - 1 as a varint; the last takes the remainder.
+void RansTable::write(std::vector<uint8_t>* out) const {
+  int present = 0;
+  for (uint32_t f : freq_) present += f != 0;
+  out->push_back(static_cast<uint8_t>(present - 1));
+  int seen = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (freq_[s] == 0) continue;
+    out->push_back(static_cast<uint8_t>(s));
+    if (++seen < present) put_varint(out, freq_[s] - 1);
+  }
+}
+
+Status RansTable::read(ByteReader* reader) {
+  freq_.fill(0);
+  uint64_t present_minus_one;
+  DCR_TRY(reader->read_le(1, &present_minus_one));
+  const int present = static_cast<int>(present_minus_one) + 1;
+  uint64_t sum = 0;
+  int last_symbol = -1;
+  for (int i = 0; i < present; ++i) {
+    uint64_t symbol;
+    DCR_TRY(reader->read_le(1, &symbol));
+    DCR_REQUIRE(static_cast<int>(symbol) > last_symbol, Code::corrupt,
+                "rANS table: symbols not in increasing order");
+    last_symbol = static_cast<int>(symbol);
+    uint64_t f = 0;
+    if (i + 1 < present) {
+      DCR_TRY(reader->read_varint(&f));
+      f += 1;
+      DCR_REQUIRE(f < kRansProbScale && sum + f < kRansProbScale, Code::corrupt,
+                  "rANS table: frequencies exceed the probability scale");
+    } else {
+      f = kRansProbScale - sum;
+    }
+    freq_[symbol] = static_cast<uint32_t>(f);
+    sum += f;
+  }
+  finish_cumulative();
+  return Status::ok();
+}
+
+void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
+                 std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
+  scratch->resize(2 * count + 8);
+  uint8_t* end = scratch->data() + scratch->size();
+  uint8_t* ptr = end;
+  uint32_t x = kLow;
+  for (size_t i = count; i-- > 0;) {
+    const uint8_t s = symbols[i];
+    const uint32_t f = table.freq(s);
+    const uint32_t x_max = ((kLow >> kRansProbBits) << 8) * f;
+    while (x >= x_max) {
+      *--ptr = static_cast<uint8_t>(x);
+      x >>= 8;
+    }
+    x = ((x / f) << kRansProbBits) + (x % f) + table.cum(s);
+  }
+  for (int b = 3; b >= 0; --b) *--ptr = static_cast<uint8_t>(x >> (8 * b));  // little-endian
+  out->insert(out->end(), ptr, end);
+}
+
+Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
+                   std::vector<uint8_t>* slot_to_symbol, uint8_t* symbols) {
+  DCR_REQUIRE(code_bytes >= 4, Code::corrupt, "rANS stream shorter than its state");
+  slot_to_symbol->resize(kRansProbScale);
+  for (int s = 0; s < 256; ++s) {
+    std::fill_n(slot_to_symbol->data() + table.cum(static_cast<uint8_t>(s)),
+                table.freq(static_cast<uint8_t>(s)), static_cast<uint8_t>(s));
+  }
+  const uint8_t* lookup = slot_to_symbol->data();
+  uint32_t x = static_cast<uint32_t>(get_le(code, 4));
+  size_t pos = 4;
+  DCR_REQUIRE(x >= kLow && x < (kLow << 8), Code::corrupt, "rANS stream: initial state out of range");
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t slot = x & (kRansProbScale - 1);
+    const uint8_t s = lookup[slot];
+    symbols[i] = s;
+    x = table.freq(s) * (x >> kRansProbBits) + slot - table.cum(s);
+    while (x < kLow) {
+      DCR_REQUIRE(pos < code_bytes, Code::corrupt, "rANS stream: truncated");
+      x = (x << 8) | code[pos++];
+    }
+  }
+  DCR_REQUIRE(pos == code_bytes && x == kLow, Code::corrupt,
+              "rANS stream: does not end where its symbol count says");
+  return Status::ok();
+}
+
+}  // namespace dcr

@@ -1,0 +1,212 @@
+#include "src/codec/sections.h"
+
+#include <string>
+
+#include "dcr/codec/bit_io.h"
+#include "dcr/codec/tokens.h"
+
+namespace dcr {
+
+void Section::reset(size_t count) {
+  streams.resize(count);
+  for (RawStream& s : streams) {
+    s.bytes.clear();
+    s.try_zstd = false;
+  }
+}
+
+double Section::estimate() const {
+  double total = 0;
+  Histogram hist;
+  for (const RawStream& s : streams) {
+    histogram_of(s.bytes.data(), s.bytes.size(), &hist);
+    total += StreamCodec::estimate(hist, s.bytes.size());
+  }
+  return total;
+}
+
+size_t Section::write(StreamCodec* codec, int zstd_level, bool zstd_everywhere,
+                      std::vector<uint8_t>* out) const {
+  const size_t before = out->size();
+  for (const RawStream& s : streams) {
+    StreamOptions options;
+    options.try_zstd = s.try_zstd || zstd_everywhere;
+    options.zstd_level = zstd_level;
+    codec->write(s.bytes.data(), s.bytes.size(), options, out);
+  }
+  return out->size() - before;
+}
+
+namespace {
+
+// Tokens of `values` into stream 0, their raw low bits into stream 1.
+template <typename ValueAt>
+void build_tokens(uint64_t n, ValueAt value_at, Section* section) {
+  section->reset(2);
+  std::vector<uint8_t>& symbols = section->streams[0].bytes;
+  symbols.resize(n);
+  BitWriter extras(&section->streams[1].bytes);
+  for (uint64_t j = 0; j < n; ++j) {
+    const Token t = make_token(value_at(j));
+    symbols[j] = t.symbol;
+    extras.put(t.extra, t.extra_bits);
+  }
+  extras.finish();
+}
+
+// Reads stream pair written by build_tokens and calls emit(j, value) for each of the n values.
+template <typename Emit>
+Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, Emit emit) {
+  const uint8_t* symbols;
+  size_t symbol_count;
+  DCR_TRY(codec->read(reader, n, slot, &symbols, &symbol_count));
+  DCR_REQUIRE(symbol_count == n, Code::corrupt,
+              "token stream holds " + std::to_string(symbol_count) + " tokens, expected " + std::to_string(n));
+  uint64_t extra_bits = 0;
+  for (uint64_t j = 0; j < n; ++j) extra_bits += token_extra_bits(symbols[j]);
+  const uint8_t* extras;
+  size_t extra_bytes;
+  DCR_TRY(codec->read(reader, (extra_bits + 7) / 8, slot + 1, &extras, &extra_bytes));
+  DCR_REQUIRE(extra_bytes == (extra_bits + 7) / 8, Code::corrupt, "token extra-bit stream has the wrong length");
+  BitReader bits(extras, extra_bytes);
+  for (uint64_t j = 0; j < n; ++j) {
+    uint64_t extra = 0;
+    bits.get(token_extra_bits(symbols[j]), &extra);  // cannot fail: length checked above
+    DCR_TRY(emit(j, token_value(symbols[j], extra)));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void build_positions(PosCoding coding, const uint32_t* positions, uint64_t changed, uint64_t count,
+                     Section* section) {
+  switch (coding) {
+    case PosCoding::all:
+      section->reset(0);
+      return;
+    case PosCoding::bitmap: {
+      section->reset(1);
+      std::vector<uint8_t>& bitmap = section->streams[0].bytes;
+      bitmap.assign((count + 7) / 8, 0);
+      for (uint64_t j = 0; j < changed; ++j) bitmap[positions[j] >> 3] |= uint8_t(1u << (positions[j] & 7));
+      section->streams[0].try_zstd = true;
+      return;
+    }
+    case PosCoding::gaps_varint: {
+      section->reset(1);
+      std::vector<uint8_t>& out = section->streams[0].bytes;
+      uint64_t next = 0;
+      for (uint64_t j = 0; j < changed; ++j) {
+        put_varint(&out, positions[j] - next);
+        next = uint64_t(positions[j]) + 1;
+      }
+      section->streams[0].try_zstd = true;
+      return;
+    }
+    case PosCoding::gaps_token:
+      build_tokens(changed, [&](uint64_t j) { return j == 0 ? positions[0] : positions[j] - positions[j - 1] - 1ull; },
+                   section);
+      return;
+  }
+}
+
+void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed, unsigned width,
+                  Section* section) {
+  if (packing == ValuePacking::tokens) {
+    build_tokens(changed, [&](uint64_t j) { return words[j]; }, section);
+    return;
+  }
+  section->reset(width);
+  for (unsigned b = 0; b < width; ++b) {
+    std::vector<uint8_t>& plane = section->streams[b].bytes;
+    plane.resize(changed);
+    for (uint64_t j = 0; j < changed; ++j) plane[j] = static_cast<uint8_t>(words[j] >> (8 * b));
+    section->streams[b].try_zstd = true;
+  }
+}
+
+namespace {
+
+Status read_bitmap(ByteReader* reader, StreamCodec* codec, uint64_t changed, uint64_t count,
+                   uint32_t* positions) {
+  const uint8_t* bitmap;
+  size_t size;
+  DCR_TRY(codec->read(reader, (count + 7) / 8, 0, &bitmap, &size));
+  DCR_REQUIRE(size == (count + 7) / 8, Code::corrupt, "position bitmap has the wrong length");
+  DCR_REQUIRE(count % 8 == 0 || (bitmap[size - 1] >> (count % 8)) == 0, Code::corrupt,
+              "position bitmap marks elements past the end of the range");
+  uint64_t found = 0;
+  for (size_t i = 0; i < size; ++i) {
+    for (unsigned bits = bitmap[i]; bits != 0; bits &= bits - 1) {
+      DCR_REQUIRE(found < changed, Code::corrupt, "position bitmap marks more changes than the header");
+      positions[found++] = static_cast<uint32_t>(8 * i + __builtin_ctz(bits));
+    }
+  }
+  DCR_REQUIRE(found == changed, Code::corrupt, "position bitmap marks fewer changes than the header");
+  return Status::ok();
+}
+
+Status read_varint_gaps(ByteReader* reader, StreamCodec* codec, uint64_t changed, uint64_t count,
+                        uint32_t* positions) {
+  const uint8_t* bytes;
+  size_t size;
+  DCR_TRY(codec->read(reader, 10 * changed, 0, &bytes, &size));
+  ByteReader gaps(bytes, size, "varint gap stream");
+  uint64_t next = 0;
+  for (uint64_t j = 0; j < changed; ++j) {
+    uint64_t gap = 0;
+    DCR_TRY(gaps.read_varint(&gap));
+    DCR_REQUIRE(gap < count - next, Code::corrupt, "varint gap points past the end of the range");
+    positions[j] = static_cast<uint32_t>(next + gap);
+    next += gap + 1;
+  }
+  DCR_REQUIRE(gaps.remaining() == 0, Code::corrupt, "varint gap stream has trailing bytes");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, uint64_t changed,
+                      uint64_t count, uint32_t* positions) {
+  switch (coding) {
+    case PosCoding::all:
+      for (uint64_t j = 0; j < changed; ++j) positions[j] = static_cast<uint32_t>(j);
+      return Status::ok();
+    case PosCoding::bitmap: return read_bitmap(reader, codec, changed, count, positions);
+    case PosCoding::gaps_varint: return read_varint_gaps(reader, codec, changed, count, positions);
+    case PosCoding::gaps_token: {
+      uint64_t next = 0;
+      return read_tokens(reader, codec, changed, 0, [&](uint64_t j, uint64_t gap) {
+        DCR_REQUIRE(gap < count - next, Code::corrupt, "gap token points past the end of the range");
+        positions[j] = static_cast<uint32_t>(next + gap);
+        next += gap + 1;
+        return Status::ok();
+      });
+    }
+  }
+  return Status(Code::corrupt, "unknown position coding");
+}
+
+Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
+                   unsigned width, uint64_t* words) {
+  if (packing == ValuePacking::tokens) {
+    const uint64_t mask = width_mask(width);
+    return read_tokens(reader, codec, changed, 2, [&](uint64_t j, uint64_t word) {
+      DCR_REQUIRE(word <= mask, Code::corrupt, "value token wider than the element width");
+      words[j] = word;
+      return Status::ok();
+    });
+  }
+  for (uint64_t j = 0; j < changed; ++j) words[j] = 0;
+  for (unsigned b = 0; b < width; ++b) {
+    const uint8_t* plane;
+    size_t size;
+    DCR_TRY(codec->read(reader, changed, 2, &plane, &size));
+    DCR_REQUIRE(size == changed, Code::corrupt, "value plane " + std::to_string(b) + " has the wrong length");
+    for (uint64_t j = 0; j < changed; ++j) words[j] |= static_cast<uint64_t>(plane[j]) << (8 * b);
+  }
+  return Status::ok();
+}
+
+}  // namespace dcr

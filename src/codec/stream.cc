@@ -1,0 +1,130 @@
+#include "dcr/codec/stream.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <string>
+
+namespace dcr {
+
+struct StreamCodec::Impl {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  std::vector<uint8_t> candidate;
+  std::vector<uint8_t> rans_scratch;
+  std::vector<uint8_t> slot_to_symbol;
+  std::vector<uint8_t> decoded[kStreamSlots];
+  Histogram hist;
+  RansTable table;
+  ~Impl() {
+    ZSTD_freeCCtx(cctx);
+    ZSTD_freeDCtx(dctx);
+  }
+};
+
+StreamCodec::StreamCodec() : impl_(new Impl) {}
+StreamCodec::~StreamCodec() { delete impl_; }
+
+namespace {
+size_t varint_bytes(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void put_stream(Coder coder, size_t size, const uint8_t* code, size_t code_size,
+                std::vector<uint8_t>* out) {
+  out->push_back(static_cast<uint8_t>(coder));
+  put_varint(out, size);
+  put_varint(out, code_size);
+  out->insert(out->end(), code, code + code_size);
+}
+}  // namespace
+
+double StreamCodec::estimate(const Histogram& hist, size_t size) {
+  const double header = 1 + varint_bytes(size) + varint_bytes(size);
+  if (size == 0) return header;
+  RansTable table;
+  table.build(hist);
+  return header + std::min<double>(static_cast<double>(size), table.table_bytes() + table.payload_bytes(hist));
+}
+
+Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& options,
+                         std::vector<uint8_t>* out) {
+  Impl& m = *impl_;
+  Coder best = Coder::raw;
+  size_t best_size = size;
+  if (size > 0) {
+    histogram_of(data, size, &m.hist);
+    m.table.build(m.hist);
+    m.candidate.clear();
+    m.table.write(&m.candidate);
+    rans_encode(data, size, m.table, &m.rans_scratch, &m.candidate);
+    if (m.candidate.size() < best_size) {
+      best = Coder::rans;
+      best_size = m.candidate.size();
+    }
+  }
+  if (options.try_zstd && size > 0) {
+    std::vector<uint8_t>& z = m.rans_scratch;  // rANS scratch is free again here
+    z.resize(ZSTD_compressBound(size));
+    const size_t zsize = ZSTD_compressCCtx(m.cctx, z.data(), z.size(), data, size, options.zstd_level);
+    if (!ZSTD_isError(zsize) && zsize < best_size) {
+      put_stream(Coder::zstd, size, z.data(), zsize, out);
+      return Coder::zstd;
+    }
+  }
+  if (best == Coder::rans) {
+    put_stream(Coder::rans, size, m.candidate.data(), m.candidate.size(), out);
+  } else {
+    put_stream(Coder::raw, size, data, size, out);
+  }
+  return best;
+}
+
+Status StreamCodec::read(ByteReader* reader, size_t max_size, int slot, const uint8_t** data,
+                         size_t* decoded_size) {
+  Impl& m = *impl_;
+  uint64_t coder = 0, size = 0, code_size = 0;
+  DCR_TRY(reader->read_le(1, &coder));
+  DCR_TRY(reader->read_varint(&size));
+  DCR_TRY(reader->read_varint(&code_size));
+  DCR_REQUIRE(size <= max_size, Code::corrupt,
+              "stream holds " + std::to_string(size) + " bytes where the header allows at most " +
+                  std::to_string(max_size));
+  *decoded_size = size;
+  const uint8_t* code;
+  DCR_TRY(reader->take(code_size, &code));
+  std::vector<uint8_t>& out = m.decoded[slot];
+  switch (static_cast<Coder>(coder)) {
+    case Coder::raw:
+      DCR_REQUIRE(code_size == size, Code::corrupt, "raw stream length differs from its size");
+      *data = code;
+      return Status::ok();
+    case Coder::zstd: {
+      out.resize(size);
+      const size_t got = ZSTD_decompressDCtx(m.dctx, out.data(), size, code, code_size);
+      DCR_REQUIRE(!ZSTD_isError(got), Code::corrupt,
+                  std::string("zstd stream: ") + ZSTD_getErrorName(got));
+      DCR_REQUIRE(got == size, Code::corrupt, "zstd stream decodes to the wrong length");
+      *data = out.data();
+      return Status::ok();
+    }
+    case Coder::rans: {
+      ByteReader table_reader(code, code_size, "rANS table");
+      DCR_TRY(m.table.read(&table_reader));
+      const size_t table_size = table_reader.position();
+      out.resize(size);
+      DCR_TRY(rans_decode(code + table_size, code_size - table_size, m.table, size,
+                          &m.slot_to_symbol, out.data()));
+      *data = out.data();
+      return Status::ok();
+    }
+  }
+  return Status(Code::corrupt, "unknown stream coder " + std::to_string(coder));
+}
+
+}  // namespace dcr

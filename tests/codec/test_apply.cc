@@ -1,0 +1,132 @@
+// The safe in-place apply: idempotent, refuses wrong bases and wrong destinations, never applies
+// an XOR twice, and restores the range when verification fails.
+#include <gtest/gtest.h>
+
+#include "dcr/codec/decoder.h"
+#include "dcr/codec/encoder.h"
+#include "dcr/core/hash.h"
+#include "support/random_data.h"
+
+namespace dcr {
+namespace {
+
+constexpr unsigned kWidth = 2;
+constexpr uint64_t kCount = 4096;
+
+struct Fixture {
+  std::vector<uint8_t> base = test::random_bytes(kCount * kWidth, 11);
+  std::vector<uint8_t> target = test::perturb(base, kWidth, 0.05, 12);
+  std::vector<uint8_t> frame;
+  explicit Fixture(ValueMode mode = ValueMode::xor_mask) {
+    EncodeOptions options;
+    options.value_mode = mode;
+    FrameEncoder encoder(options);
+    EXPECT_TRUE(encoder.encode_delta({2, 0, kCount, kWidth}, base.data(), target.data(), 5, 6, &frame).is_ok());
+  }
+  TensorView view(std::vector<uint8_t>* dst) { return TensorView{2, dst->data(), 0, kCount, kWidth}; }
+};
+
+TEST(Apply, SecondApplyIsANoOpSoAnXorIsNeverAppliedTwice) {
+  Fixture f(ValueMode::xor_mask);
+  std::vector<uint8_t> dst = f.base;
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  ASSERT_TRUE(decoder.apply(f.frame.data(), f.frame.size(), f.view(&dst), 5, &outcome).is_ok());
+  EXPECT_EQ(outcome, ApplyOutcome::applied);
+  for (int retry = 0; retry < 3; ++retry) {
+    ASSERT_TRUE(decoder.apply(f.frame.data(), f.frame.size(), f.view(&dst), 5, &outcome).is_ok());
+    EXPECT_EQ(outcome, ApplyOutcome::already_applied);
+  }
+  EXPECT_EQ(dst, f.target);
+}
+
+TEST(Apply, RefusesADestinationHoldingNeitherBaseNorTargetAndWritesNothing) {
+  Fixture f;
+  std::vector<uint8_t> dst = f.base;
+  dst[100] ^= 0x40;  // a partial or foreign write
+  const std::vector<uint8_t> before = dst;
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  const Status s = decoder.apply(f.frame.data(), f.frame.size(), f.view(&dst), 5, &outcome);
+  EXPECT_EQ(s.code(), Code::base_mismatch);
+  EXPECT_NE(s.message().find("full frame"), std::string::npos) << s.message();
+  EXPECT_EQ(dst, before);
+}
+
+TEST(Apply, RefusesADeltaOnAnotherBaseVersion) {
+  Fixture f;
+  std::vector<uint8_t> dst = f.base;
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  const Status s = decoder.apply(f.frame.data(), f.frame.size(), f.view(&dst), 4, &outcome);
+  EXPECT_EQ(s.code(), Code::base_mismatch);
+  EXPECT_NE(s.message().find("version 5"), std::string::npos) << s.message();
+  EXPECT_EQ(dst, f.base);
+}
+
+TEST(Apply, RefusesWrongTensorWidthOrOutOfRangeDestinations) {
+  Fixture f;
+  std::vector<uint8_t> dst = f.base;
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  TensorView wrong_tensor = f.view(&dst);
+  wrong_tensor.tensor_id = 3;
+  EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), wrong_tensor, 5, &outcome).code(), Code::invalid_argument);
+  TensorView wrong_width = f.view(&dst);
+  wrong_width.width = 4;
+  wrong_width.elements = kCount / 2;
+  EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), wrong_width, 5, &outcome).code(), Code::invalid_argument);
+  TensorView too_short = f.view(&dst);
+  too_short.elements = kCount - 1;
+  EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), too_short, 5, &outcome).code(), Code::invalid_argument);
+  TensorView shifted = f.view(&dst);
+  shifted.first = 1;
+  EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), shifted, 5, &outcome).code(), Code::invalid_argument);
+  EXPECT_EQ(dst, f.base);
+}
+
+TEST(Apply, EveryValueModeIsIdempotentAndExact) {
+  for (ValueMode mode : {ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm, ValueMode::delta_tc}) {
+    Fixture f(mode);
+    std::vector<uint8_t> dst = f.base;
+    FrameDecoder decoder;
+    ApplyOutcome outcome;
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(decoder.apply(f.frame.data(), f.frame.size(), f.view(&dst), 5, &outcome).is_ok());
+    }
+    EXPECT_EQ(hash64(dst.data(), dst.size()), hash64(f.target.data(), f.target.size())) << value_mode_name(mode);
+  }
+}
+
+}  // namespace
+}  // namespace dcr
+
+namespace dcr {
+namespace {
+
+TEST(Apply, AFrameWhosePayloadMissesItsTargetIsUndoneAndReported) {
+  // A frame that claims base -> target but carries the changes of base -> other: apply must verify
+  // the target hash, put every old bit back, and say so.
+  Fixture f;
+  const std::vector<uint8_t> other = test::perturb(f.base, kWidth, 0.05, 99);
+  std::vector<uint8_t> lying;
+  FrameEncoder encoder;
+  ASSERT_TRUE(encoder.encode_delta({2, 0, kCount, kWidth}, f.base.data(), other.data(), 5, 6, &lying).is_ok());
+  FrameHeader header;
+  ASSERT_TRUE(parse_frame_header(lying.data(), lying.size(), &header).is_ok());
+  FrameHeader honest;
+  ASSERT_TRUE(parse_frame_header(f.frame.data(), f.frame.size(), &honest).is_ok());
+  header.target_hash = honest.target_hash;
+  write_frame_header(header, lying.data());
+
+  std::vector<uint8_t> dst = f.base;
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  const Status s = decoder.apply(lying.data(), lying.size(), f.view(&dst), 5, &outcome);
+  EXPECT_EQ(s.code(), Code::target_mismatch);
+  EXPECT_NE(s.message().find("restored"), std::string::npos);
+  EXPECT_EQ(dst, f.base);
+}
+
+}  // namespace
+}  // namespace dcr

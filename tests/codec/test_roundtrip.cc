@@ -1,0 +1,202 @@
+// Every element width x position coding x value mode x packing round-trips bit-exactly, and the
+// codec applied in place gives exactly the target bytes (checked by hash and by byte comparison).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <tuple>
+
+#include "dcr/codec/decoder.h"
+#include "dcr/codec/encoder.h"
+#include "dcr/core/hash.h"
+#include "support/random_data.h"
+
+namespace dcr {
+namespace {
+
+struct Case {
+  std::vector<uint8_t> base, target;
+  unsigned width;
+};
+
+// Applies a frame encoded with `options` to a copy of base; expects the target bytes exactly.
+void expect_exact(const Case& c, const EncodeOptions& options, const std::string& label) {
+  const uint64_t count = c.base.size() / c.width;
+  FrameEncoder encoder(options);
+  std::vector<uint8_t> frame;
+  EncodeStats stats;
+  const FrameRange range{7, 0, count, c.width};
+  ASSERT_TRUE(encoder.encode_delta(range, c.base.data(), c.target.data(), 3, 4, &frame, &stats).is_ok()) << label;
+  if (options.pos_coding) {
+    EXPECT_EQ(stats.pos_coding, *options.pos_coding) << label;
+  }
+  if (options.value_mode) {
+    EXPECT_EQ(stats.value_mode, *options.value_mode) << label;
+  }
+
+  FrameDecoder decoder;
+  DecodedFrame decoded;
+  ASSERT_TRUE(decoder.decode(frame.data(), frame.size(), count, &decoded).is_ok()) << label;
+  EXPECT_EQ(decoded.header.changed, stats.changed);
+
+  std::vector<uint8_t> dst = c.base;
+  ApplyOutcome outcome;
+  const TensorView view{7, dst.data(), 0, count, c.width};
+  const Status s = decoder.apply(frame.data(), frame.size(), view, 3, &outcome);
+  ASSERT_TRUE(s.is_ok()) << label << ": " << s.to_string();
+  EXPECT_EQ(outcome, count == 0 || c.base == c.target ? ApplyOutcome::already_applied : ApplyOutcome::applied);
+  EXPECT_EQ(hash64(dst.data(), dst.size()), hash64(c.target.data(), c.target.size())) << label;
+  EXPECT_TRUE(dst == c.target) << label;
+}
+
+using Param = std::tuple<unsigned, PosCoding, ValueMode, ValuePacking>;
+
+class RoundTrip : public ::testing::TestWithParam<Param> {};
+
+TEST_P(RoundTrip, SparseDenseEmptyAndSingleElementRangesAreBitExact) {
+  const auto [width, pos, mode, packing] = GetParam();
+  EncodeOptions options;
+  options.pos_coding = pos;
+  options.value_mode = mode;
+  options.value_packing = packing;
+  options.sign_magnitude = mode != ValueMode::delta_tc;
+  const double fractions[] = {0.0, 0.01, 0.3, 1.0};
+  for (uint64_t count : {0ull, 1ull, 7ull, 64ull, 1000ull, 65537ull}) {
+    for (double fraction : fractions) {
+      for (bool wild : {false, true}) {
+        Case c;
+        c.width = width;
+        c.base = test::random_bytes(count * width, count * 31 + width);
+        c.target = test::perturb(c.base, width, fraction, count + 17, wild);
+        const uint64_t changed = [&] {
+          uint64_t n = 0;
+          for (uint64_t i = 0; i < count; ++i) n += std::memcmp(&c.base[i * width], &c.target[i * width], width) != 0;
+          return n;
+        }();
+        if (pos == PosCoding::all && changed != count) continue;  // 'all' is only valid then
+        expect_exact(c, options, "count " + std::to_string(count) + " fraction " + std::to_string(fraction));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllCodings, RoundTrip,
+    ::testing::Combine(::testing::Values(1u, 2u, 4u, 8u),
+                       ::testing::Values(PosCoding::all, PosCoding::bitmap, PosCoding::gaps_varint,
+                                         PosCoding::gaps_token),
+                       ::testing::Values(ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm,
+                                         ValueMode::delta_tc),
+                       ::testing::Values(ValuePacking::planes, ValuePacking::tokens)),
+    [](const ::testing::TestParamInfo<Param>& info) {
+      std::string name = "w" + std::to_string(std::get<0>(info.param)) + "_" +
+                         pos_coding_name(std::get<1>(info.param)) + "_" +
+                         value_mode_name(std::get<2>(info.param)) + "_" +
+                         value_packing_name(std::get<3>(info.param));
+      for (char& ch : name) if (ch == '-') ch = '_';
+      return name;
+    });
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
+  std::vector<uint8_t> out(values.size() * sizeof(T));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+TEST(RoundTripSpecial, NanPayloadsSignedZerosAndDenormalsSurviveEveryMode) {
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  uint32_t payload_nan_bits = 0x7fc12345u, neg_nan_bits = 0xffa00001u;
+  float payload_nan, neg_nan;
+  std::memcpy(&payload_nan, &payload_nan_bits, 4);
+  std::memcpy(&neg_nan, &neg_nan_bits, 4);
+  const float denorm = std::numeric_limits<float>::denorm_min();
+  const std::vector<float> base = {0.0f, -0.0f, qnan, payload_nan, denorm, -denorm, 1.0f,
+                                   std::numeric_limits<float>::infinity(), 3.0f, neg_nan};
+  const std::vector<float> target = {-0.0f, 0.0f, payload_nan, neg_nan, -denorm, 2 * denorm, 1.0f,
+                                     -std::numeric_limits<float>::infinity(), qnan, 0.0f};
+  Case c{bytes_of(base), bytes_of(target), 4};
+  for (ValueMode mode : {ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm, ValueMode::delta_tc}) {
+    EncodeOptions options;
+    options.value_mode = mode;
+    expect_exact(c, options, value_mode_name(mode));
+  }
+  EncodeOptions chosen;
+  expect_exact(c, chosen, "chosen by size");
+}
+
+TEST(RoundTripSpecial, RangeBoundariesAndNonZeroFirstElement) {
+  // A destination tensor of 1000 bf16 elements; the frame covers [600, 1000) and changes its
+  // first and last element only; elements outside the range must stay untouched.
+  const unsigned width = 2;
+  std::vector<uint8_t> tensor = test::random_bytes(1000 * width, 5);
+  std::vector<uint8_t> target = tensor;
+  target[600 * width] ^= 1;
+  target[999 * width + 1] ^= 0x80;
+  FrameEncoder encoder;
+  std::vector<uint8_t> frame;
+  ASSERT_TRUE(encoder.encode_delta({9, 600, 400, width}, &tensor[600 * width], &target[600 * width], 1, 2, &frame).is_ok());
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), {9, tensor.data(), 0, 1000, width}, 1, &outcome).is_ok());
+  EXPECT_EQ(tensor, target);
+}
+
+TEST(RoundTripSpecial, FullFramesApplyOverAnyDestination) {
+  const unsigned width = 2;
+  const std::vector<uint8_t> target = test::random_bytes(5000 * width, 6);
+  FrameEncoder encoder;
+  std::vector<uint8_t> frame;
+  ASSERT_TRUE(encoder.encode_full({1, 0, 5000, width}, target.data(), 8, &frame).is_ok());
+  std::vector<uint8_t> garbage = test::random_bytes(5000 * width, 7);
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), {1, garbage.data(), 0, 5000, width}, 2, &outcome).is_ok());
+  EXPECT_EQ(garbage, target);
+  EXPECT_EQ(outcome, ApplyOutcome::applied);
+}
+
+TEST(RoundTripSpecial, SizeChoicePrefersOrderedDeltasForSmallFloatSteps) {
+  Case c;
+  c.width = 2;
+  c.base = test::random_bytes(200000 * 2, 8);
+  c.target = test::perturb(c.base, 2, 0.03, 9);
+  FrameEncoder encoder;
+  std::vector<uint8_t> frame;
+  EncodeStats stats;
+  ASSERT_TRUE(encoder.encode_delta({0, 0, 200000, 2}, c.base.data(), c.target.data(), 0, 1, &frame, &stats).is_ok());
+  EXPECT_EQ(stats.pos_coding, PosCoding::gaps_token);
+  EXPECT_EQ(stats.value_mode, ValueMode::delta_sm);
+  expect_exact(c, EncodeOptions{}, "chosen");
+  EncodeOptions exhaustive;
+  exhaustive.exhaustive = true;
+  expect_exact(c, exhaustive, "exhaustive");
+}
+
+}  // namespace
+}  // namespace dcr
+
+namespace dcr {
+namespace {
+
+TEST(RoundTripSpecial, OneEncoderAndDecoderServeFramesOfEveryShapeInTurn) {
+  // Scratch buffers are reused across frames; no choice may leak from one frame into the next.
+  FrameEncoder encoder;
+  FrameDecoder decoder;
+  const struct { unsigned width; uint64_t count; double fraction; } shapes[] = {
+      {2, 100000, 0.03}, {8, 1, 1.0}, {4, 5000, 0.5}, {2, 3, 1.0}, {1, 70000, 0.001}, {8, 2, 0.0}, {2, 100000, 0.9}};
+  for (const auto& shape : shapes) {
+    const std::vector<uint8_t> base = test::random_bytes(shape.count * shape.width, shape.count);
+    const std::vector<uint8_t> target = test::perturb(base, shape.width, shape.fraction, 3);
+    std::vector<uint8_t> frame, dst = base;
+    ASSERT_TRUE(encoder.encode_delta({0, 0, shape.count, shape.width}, base.data(), target.data(), 0, 1, &frame).is_ok());
+    ApplyOutcome outcome;
+    const Status s = decoder.apply(frame.data(), frame.size(), {0, dst.data(), 0, shape.count, shape.width}, 0, &outcome);
+    ASSERT_TRUE(s.is_ok()) << shape.count << ": " << s.to_string();
+    EXPECT_EQ(dst, target);
+  }
+}
+
+}  // namespace
+}  // namespace dcr

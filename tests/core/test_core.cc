@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include "dcr/codec/value_mode.h"
+#include "dcr/core/dtype.h"
+#include "dcr/core/hash.h"
+#include "dcr/core/tensor.h"
+
+namespace dcr {
+namespace {
+
+TEST(Hash, IncrementalEqualsOneShot) {
+  std::vector<uint8_t> data(10000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
+  Hasher h;
+  h.update(data.data(), 3);
+  h.update(data.data() + 3, 5000);
+  h.update(data.data() + 5003, data.size() - 5003);
+  EXPECT_EQ(h.digest(), hash64(data.data(), data.size()));
+  data[9999] ^= 1;
+  EXPECT_NE(h.digest(), hash64(data.data(), data.size()));
+}
+
+TEST(DType, ParsesNamesAndRejectsUnknownOnes) {
+  DType d;
+  EXPECT_TRUE(parse_dtype("f8_e4m3", &d).is_ok());
+  EXPECT_EQ(d, DType::f8_e4m3);
+  EXPECT_EQ(dtype_width(DType::i64), 8u);
+  const Status s = parse_dtype("bfloat17", &d);
+  EXPECT_EQ(s.code(), Code::invalid_argument);
+  EXPECT_NE(s.message().find("bfloat17"), std::string::npos);
+}
+
+TEST(Manifest, HashBindsNamesShapesAndDtypes) {
+  Manifest a{{{"w", DType::bf16, {4, 8}}, {"b", DType::f32, {8}}}};
+  Manifest b = a;
+  EXPECT_EQ(a.hash(), b.hash());
+  b.tensors[0].shape = {8, 4};
+  EXPECT_NE(a.hash(), b.hash());
+  b = a;
+  b.tensors[1].dtype = DType::i32;
+  EXPECT_NE(a.hash(), b.hash());
+  EXPECT_EQ(a.total_bytes(), 4u * 8 * 2 + 8 * 4);
+  Manifest dup{{{"w", DType::bf16, {1}}, {"w", DType::bf16, {1}}}};
+  EXPECT_EQ(dup.validate().code(), Code::invalid_argument);
+}
+
+TEST(ValueMode, OrderedKeysAreMonotonicAndInvertible) {
+  for (unsigned width : {1u, 2u, 4u, 8u}) {
+    const uint64_t mask = width_mask(width);
+    const uint64_t samples[] = {0, 1, sign_bit(width), sign_bit(width) | 1, mask, mask >> 1, 0x5a & mask};
+    for (uint64_t bits : samples) {
+      EXPECT_EQ(sm_unkey(sm_key(bits, width), width), bits);
+      for (ValueMode mode : {ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm, ValueMode::delta_tc}) {
+        const uint64_t other = (bits * 0x9e3779b97f4a7c15ull + 3) & mask;
+        EXPECT_EQ(apply_word(mode, bits, encode_word(mode, bits, other, width), width), other);
+      }
+    }
+    // -0 and +0 are neighbours; so are the largest negative and -0's far side.
+    EXPECT_EQ(sm_key(0, width), sm_key(sign_bit(width), width) + 1);
+  }
+}
+
+}  // namespace
+}  // namespace dcr

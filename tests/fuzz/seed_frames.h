@@ -1,0 +1,40 @@
+// Seed frames for the decoder fuzz target: one per position coding, value mode and width, plus a
+// full frame. The replay test runs them; the fuzz script writes them as the libFuzzer corpus.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dcr/codec/encoder.h"
+#include "support/random_data.h"
+
+namespace dcr::test {
+
+inline std::vector<std::vector<uint8_t>> seed_frames() {
+  std::vector<std::vector<uint8_t>> frames;
+  for (unsigned width : {1u, 2u, 4u, 8u}) {
+    const uint64_t count = 300;
+    const std::vector<uint8_t> base = random_bytes(count * width, width);
+    for (double fraction : {0.02, 0.4, 1.0}) {
+      const std::vector<uint8_t> target = perturb(base, width, fraction, width + 1);
+      for (PosCoding pos : {PosCoding::bitmap, PosCoding::gaps_varint, PosCoding::gaps_token}) {
+        for (ValueMode mode : {ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm, ValueMode::delta_tc}) {
+          EncodeOptions options;
+          options.pos_coding = pos;
+          options.value_mode = mode;
+          FrameEncoder encoder(options);
+          std::vector<uint8_t> frame;
+          if (encoder.encode_delta({1, 0, count, width}, base.data(), target.data(), 0, 1, &frame).is_ok()) {
+            frames.push_back(frame);
+          }
+        }
+      }
+    }
+    FrameEncoder encoder;
+    std::vector<uint8_t> frame;
+    if (encoder.encode_full({2, 0, count, width}, base.data(), 1, &frame).is_ok()) frames.push_back(frame);
+  }
+  return frames;
+}
+
+}  // namespace dcr::test

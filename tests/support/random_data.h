@@ -1,0 +1,46 @@
+// Deterministic test data: base arrays and targets that differ in chosen ways.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "dcr/codec/scan.h"
+
+namespace dcr::test {
+
+inline std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(rng());
+  return out;
+}
+
+// Copy of `base` (count elements of `width` bytes) with about `fraction` of the elements moved by
+// small steps in their sign-magnitude order (what optimizer steps do to floats); when `wild` is set
+// the new values are random bit patterns instead.
+inline std::vector<uint8_t> perturb(const std::vector<uint8_t>& base, unsigned width, double fraction,
+                                    uint64_t seed, bool wild = false) {
+  std::vector<uint8_t> target = base;
+  const uint64_t count = base.size() / width;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  for (uint64_t i = 0; i < count; ++i) {
+    if (coin(rng) >= fraction) continue;
+    const uint64_t old_bits = load_word(base.data(), i, width);
+    uint64_t new_bits;
+    if (wild) {
+      new_bits = rng() & width_mask(width);
+    } else {
+      const uint64_t step = 1 + (rng() % 3);
+      const uint64_t key = sm_key(old_bits, width) + ((rng() & 1) ? step : width_mask(width) + 1 - step);
+      new_bits = sm_unkey(key & width_mask(width), width);
+    }
+    if (new_bits == old_bits) new_bits ^= 1;
+    store_word(target.data(), i, width, new_bits);
+  }
+  return target;
+}
+
+}  // namespace dcr::test
