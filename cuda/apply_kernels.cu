@@ -38,12 +38,11 @@ Status DeviceDelta::apply(void* d_dst, uint64_t count, unsigned width, ValueMode
 
   const auto s = static_cast<cudaStream_t>(stream);
   const auto blocks = static_cast<unsigned>((changed + kThreads - 1) / kThreads);
-  switch (width) {  // checked above: 1, 2, 4 or 8
-    case 1: apply_kernel<1><<<blocks, kThreads, 0, s>>>(d_dst, count, mode, d_positions, d_words, changed); break;
-    case 2: apply_kernel<2><<<blocks, kThreads, 0, s>>>(d_dst, count, mode, d_positions, d_words, changed); break;
-    case 4: apply_kernel<4><<<blocks, kThreads, 0, s>>>(d_dst, count, mode, d_positions, d_words, changed); break;
-    default: apply_kernel<8><<<blocks, kThreads, 0, s>>>(d_dst, count, mode, d_positions, d_words, changed); break;
-  }
+  const auto kernel = width == 1   ? apply_kernel<1>
+                     : width == 2 ? apply_kernel<2>
+                     : width == 4 ? apply_kernel<4>
+                                  : apply_kernel<8>;  // width checked above
+  kernel<<<blocks, kThreads, 0, s>>>(d_dst, count, mode, d_positions, d_words, changed);
   return detail::cuda_error(cudaGetLastError(), "apply: kernel launch");
 }
 

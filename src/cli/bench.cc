@@ -2,6 +2,8 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <stdexcept>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -25,13 +27,14 @@ std::vector<double> parse_rates(const std::string& text) {
 
 int run_codec(int argc, char** argv) {
   CodecBenchOptions o;
-  std::string rates = "0.5,1,3,5", json;
+  std::string rates = "0.5,1,3,5", json, config;
   po::options_description desc(
       "dcr bench codec: encode every frame of a model after a realistic BF16 training step and apply it back.\n"
       "Reports wire bytes vs the entropy bound and two reference encodings, encode/apply GB/s beside memcpy\n"
       "GB/s measured in the same run, and whether the applied bits equal the target bit for bit.\n\noptions");
   desc.add_options()
       ("help,h", "show this help")
+      ("config", po::value(&config), "INI file with any of these options (command-line options win), e.g. configs/bench_codec.ini")
       ("model", po::value(&o.model)->default_value(o.model), "model preset: tiny, small, medium, large")
       ("weights", po::value(&o.weights)->default_value(o.weights),
        "master weights: auto (real weights when fetched by scripts/fetch_weights.sh, else seeded), none, esrgan-medium, faceres-deep")
@@ -46,6 +49,11 @@ int run_codec(int argc, char** argv) {
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("config")) {
+      std::ifstream file(vm["config"].as<std::string>());
+      if (!file) throw std::runtime_error("cannot open config file '" + vm["config"].as<std::string>() + "'");
+      po::store(po::parse_config_file(file, desc), vm);
+    }
     po::notify(vm);
     o.rates = parse_rates(rates);
   } catch (const std::exception& e) {

@@ -21,7 +21,8 @@ Status FrameDecoder::decode_payload(const uint8_t* frame, DecodedFrame* out) {
   out->positions.resize(h.changed);
   out->words.resize(h.changed);
   ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "frame payload");
-  Status status = read_positions(h.pos_coding, &reader, &codec_, h.changed, h.count, out->positions.data());
+  Status status = read_positions(h.pos_coding, &reader, &codec_, h.changed, h.count, out->positions.data(),
+                                 &gaps_);
   if (status.is_ok()) {
     status = read_values(h.value_packing, &reader, &codec_, h.changed, h.elem_width, out->words.data());
   }

@@ -1,17 +1,23 @@
 #include "dcr/codec/encoder.h"
 
+#include <algorithm>
 #include <string>
 
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
 #include "src/codec/sections.h"
+#include "src/codec/value_costs.h"
 
 namespace dcr {
 
 struct FrameEncoder::Scratch {
   StreamCodec codec;
+  Hasher base_hash;
+  Hasher target_hash;
   std::vector<uint32_t> positions;
   std::vector<uint64_t> words;
+  std::vector<uint64_t> delta_words;  // ordered-delta and XOR words of the changed elements
+  std::vector<uint64_t> xor_words;
   Section candidate;
   Section best;
   std::vector<uint8_t> trial;
@@ -30,17 +36,6 @@ Status check_range(const FrameRange& range) {
   return Status::ok();
 }
 
-struct ValueChoice {
-  ValueMode mode;
-  ValuePacking packing;
-};
-
-template <typename T, size_t N>
-std::vector<T> allowed(const std::optional<T>& forced, const T (&all)[N]) {
-  if (forced) return {*forced};
-  return std::vector<T>(all, all + N);
-}
-
 // The size a section would be written with: estimated from histograms, or written for real when
 // the options ask for exhaustive search (zstd sizes cannot be estimated).
 double measure(const Section& section, const EncodeOptions& options, StreamCodec* codec,
@@ -50,17 +45,47 @@ double measure(const Section& section, const EncodeOptions& options, StreamCodec
   return static_cast<double>(section.write(codec, options.zstd_level, true, trial));
 }
 
+void finish_frame(FrameHeader* header, std::vector<uint8_t>* out) {
+  header->payload_bytes = out->size() - kFrameHeaderBytes;
+  header->payload_hash = hash64(out->data() + kFrameHeaderBytes, header->payload_bytes);
+  write_frame_header(*header, out->data());
+}
+
 }  // namespace
 
+ValueMode FrameEncoder::delta_mode() const {
+  return options_.sign_magnitude ? ValueMode::delta_sm : ValueMode::delta_tc;
+}
+
+// Scans, hashes and measures value costs block by block, so each block is read from memory once
+// and worked on while it is still in cache.
 Status FrameEncoder::encode_delta(const FrameRange& range, const void* base, const void* target,
                                   uint64_t base_version, uint64_t target_version,
                                   std::vector<uint8_t>* frame, EncodeStats* stats) {
   DCR_TRY(check_range(range));
+  constexpr uint64_t kBlockElements = 1 << 14;
   Scratch& s = *scratch_;
-  if (s.positions.size() < range.count) s.positions.resize(range.count);
-  const uint64_t changed = scan_changes(base, target, range.count, range.width, s.positions.data());
-  return encode_delta_at(range, base, target, s.positions.data(), changed, base_version,
-                         target_version, frame, stats);
+  s.positions.resize(std::max<size_t>(s.positions.size(), range.count));
+  s.delta_words.resize(std::max<size_t>(s.delta_words.size(), range.count));
+  s.xor_words.resize(std::max<size_t>(s.xor_words.size(), range.count));
+  s.base_hash.reset();
+  s.target_hash.reset();
+  ValueCostCounter counter(range.width, delta_mode());
+  const uint8_t* b = static_cast<const uint8_t*>(base);
+  const uint8_t* t = static_cast<const uint8_t*>(target);
+  uint64_t changed = 0;
+  for (uint64_t begin = 0; begin < range.count; begin += kBlockElements) {
+    const uint64_t end = std::min(range.count, begin + kBlockElements);
+    const uint64_t found = scan_changes_in(base, target, begin, end, range.width, s.positions.data() + changed);
+    counter.add(base, target, s.positions.data() + changed, found, s.delta_words.data() + changed,
+                s.xor_words.data() + changed);
+    changed += found;
+    s.base_hash.update(b + begin * range.width, (end - begin) * range.width);
+    s.target_hash.update(t + begin * range.width, (end - begin) * range.width);
+  }
+  const Hashes hashes{s.base_hash.digest(), s.target_hash.digest()};
+  return encode(range, base, target, s.positions.data(), changed, hashes, counter.costs(),
+                {base_version, target_version}, frame, stats);
 }
 
 Status FrameEncoder::encode_delta_at(const FrameRange& range, const void* base, const void* target,
@@ -70,77 +95,107 @@ Status FrameEncoder::encode_delta_at(const FrameRange& range, const void* base, 
   DCR_TRY(check_range(range));
   DCR_REQUIRE(changed <= range.count, Code::invalid_argument, "more changed positions than elements");
   Scratch& s = *scratch_;
-  const unsigned width = range.width;
+  s.delta_words.resize(std::max<size_t>(s.delta_words.size(), changed));
+  s.xor_words.resize(std::max<size_t>(s.xor_words.size(), changed));
+  ValueCostCounter counter(range.width, delta_mode());
+  counter.add(base, target, positions, changed, s.delta_words.data(), s.xor_words.data());
+  const Hashes hashes{hash64(base, range.count * range.width), hash64(target, range.count * range.width)};
+  return encode(range, base, target, positions, changed, hashes, counter.costs(), {base_version, target_version},
+                frame, stats);
+}
 
+PosCoding FrameEncoder::choose_positions(const FrameRange& range, const uint32_t* positions, uint64_t changed) {
+  if (options_.pos_coding) return *options_.pos_coding;
+  if (changed == range.count) return PosCoding::all;
+  // Gap tokens win on sparse changes; bitmaps are measured only where they may win, varints only
+  // in exhaustive mode.
+  if (!options_.exhaustive && changed * 16 < range.count) return PosCoding::gaps_token;
+  Scratch& s = *scratch_;
+  static constexpr PosCoding kSparse[] = {PosCoding::gaps_token, PosCoding::bitmap, PosCoding::gaps_varint};
+  PosCoding best = PosCoding::gaps_token;
+  double best_size = -1;
+  for (PosCoding coding : kSparse) {
+    if (coding == PosCoding::gaps_varint && !options_.exhaustive) continue;
+    build_positions(coding, positions, changed, range.count, &s.candidate);
+    const double size = measure(s.candidate, options_, &s.codec, &s.trial);
+    if (best_size < 0 || size < best_size) {
+      best_size = size;
+      best = coding;
+    }
+  }
+  return best;
+}
+
+ValueChoice FrameEncoder::choose_values(const FrameRange& range, const void* base, const void* target,
+                                        const uint32_t* positions, uint64_t changed, const ValueCosts& costs) {
+  Scratch& s = *scratch_;
+  const ValueChoice choices[] = {{delta_mode(), ValuePacking::tokens},
+                                 {ValueMode::xor_mask, ValuePacking::tokens},
+                                 {ValueMode::overwrite, ValuePacking::planes},
+                                 {ValueMode::xor_mask, ValuePacking::planes}};
+  if (options_.value_mode && !options_.value_packing) {  // a forced mode takes its best packing
+    return ValueChoice{*options_.value_mode,
+                       *options_.value_mode == ValueMode::overwrite ? ValuePacking::planes : ValuePacking::tokens};
+  }
+  if (options_.value_mode) return ValueChoice{*options_.value_mode, *options_.value_packing};
+  double sizes[] = {costs.delta_tokens, costs.xor_tokens, costs.overwrite_planes, costs.xor_planes};
+  if (options_.exhaustive) {  // replace the estimates by the sizes actually written
+    for (int i = 0; i < 4; ++i) {
+      gather_words(base, target, range.width, choices[i].mode, positions, changed, s.words.data());
+      build_values(choices[i].packing, s.words.data(), changed, range.width, &s.candidate);
+      sizes[i] = measure(s.candidate, options_, &s.codec, &s.trial);
+    }
+  }
+  int best = -1;
+  for (int i = 0; i < 4; ++i) {
+    if (options_.value_packing && choices[i].packing != *options_.value_packing) continue;
+    if (best < 0 || sizes[i] < sizes[best]) best = i;
+  }
+  return choices[best];
+}
+
+// The words of the chosen mode: already computed for deltas and XOR masks, gathered otherwise.
+const uint64_t* FrameEncoder::words_for(ValueMode mode, const void* base, const void* target, unsigned width,
+                                        const uint32_t* positions, uint64_t changed) {
+  Scratch& s = *scratch_;
+  if (mode == delta_mode()) return s.delta_words.data();
+  if (mode == ValueMode::xor_mask) return s.xor_words.data();
+  gather_words(base, target, width, mode, positions, changed, s.words.data());
+  return s.words.data();
+}
+
+Status FrameEncoder::encode(const FrameRange& range, const void* base, const void* target,
+                            const uint32_t* positions, uint64_t changed, const Hashes& hashes,
+                            const ValueCosts& costs, const Versions& versions, std::vector<uint8_t>* frame,
+                            EncodeStats* stats) {
+  Scratch& s = *scratch_;
+  const unsigned width = range.width;
   FrameHeader header;
   header.tensor_id = range.tensor_id;
   header.elem_width = static_cast<uint8_t>(width);
   header.first = range.first;
   header.count = range.count;
   header.changed = changed;
-  header.base_version = base_version;
-  header.target_version = target_version;
-  header.base_hash = hash64(base, range.count * width);
-  header.target_hash = hash64(target, range.count * width);
+  header.base_version = versions.base;
+  header.target_version = versions.target;
+  header.base_hash = hashes.base;
+  header.target_hash = hashes.target;
+  header.pos_coding = choose_positions(range, positions, changed);
+  DCR_REQUIRE(header.pos_coding != PosCoding::all || changed == range.count, Code::invalid_argument,
+              "position coding 'all' needs every element changed");
+  if (s.words.size() < changed) s.words.resize(changed);
+  const ValueChoice values = choose_values(range, base, target, positions, changed, costs);
+  header.value_mode = values.mode;
+  header.value_packing = values.packing;
 
-  // Positions: 'all' when every element changed, else the smallest of the sparse codings.
-  static constexpr PosCoding kSparse[] = {PosCoding::gaps_token, PosCoding::bitmap, PosCoding::gaps_varint};
-  std::vector<PosCoding> pos_options = allowed(options_.pos_coding, kSparse);
-  if (!options_.pos_coding && changed == range.count) pos_options = {PosCoding::all};
-  double best_pos = -1;
-  for (PosCoding coding : pos_options) {
-    if (coding == PosCoding::all && changed != range.count) {
-      return Status(Code::invalid_argument, "position coding 'all' needs every element changed");
-    }
-    // Bitmaps and varints rarely win on sparse changes; only try them where they may.
-    const bool plausible = options_.exhaustive || options_.pos_coding || coding == PosCoding::all ||
-                           coding == PosCoding::gaps_token ||
-                           (coding == PosCoding::bitmap && changed * 16 >= range.count);
-    if (!plausible) continue;
-    build_positions(coding, positions, changed, range.count, &s.candidate);
-    const double size = measure(s.candidate, options_, &s.codec, &s.trial);
-    if (best_pos < 0 || size < best_pos) {
-      best_pos = size;
-      header.pos_coding = coding;
-      std::swap(s.candidate, s.best);
-    }
-  }
   std::vector<uint8_t>& out = *frame;
   out.assign(kFrameHeaderBytes, 0);
+  build_positions(header.pos_coding, positions, changed, range.count, &s.best);
   const size_t position_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
-
-  // Values: the smallest of XOR masks, ordered deltas (tokens) and overwrite values (planes).
-  const ValueMode delta = options_.sign_magnitude ? ValueMode::delta_sm : ValueMode::delta_tc;
-  const ValueChoice kValueChoices[] = {{delta, ValuePacking::tokens},
-                                       {ValueMode::xor_mask, ValuePacking::tokens},
-                                       {ValueMode::overwrite, ValuePacking::planes},
-                                       {ValueMode::xor_mask, ValuePacking::planes}};
-  if (s.words.size() < changed) s.words.resize(changed);
-  double best_value = -1;
-  for (const ValueChoice& c : kValueChoices) {
-    if (options_.value_mode && *options_.value_mode != c.mode) continue;
-    if (options_.value_packing && *options_.value_packing != c.packing) continue;
-    gather_words(base, target, width, c.mode, positions, changed, s.words.data());
-    build_values(c.packing, s.words.data(), changed, width, &s.candidate);
-    const double size = measure(s.candidate, options_, &s.codec, &s.trial);
-    if (best_value < 0 || size < best_value) {
-      best_value = size;
-      header.value_mode = c.mode;
-      header.value_packing = c.packing;
-      std::swap(s.candidate, s.best);
-    }
-  }
-  if (best_value < 0) {  // a forced pair that no choice lists (e.g. delta planes): build it as asked
-    header.value_mode = *options_.value_mode;
-    header.value_packing = options_.value_packing.value_or(ValuePacking::tokens);
-    gather_words(base, target, width, header.value_mode, positions, changed, s.words.data());
-    build_values(header.value_packing, s.words.data(), changed, width, &s.best);
-  }
+  build_values(values.packing, words_for(values.mode, base, target, width, positions, changed), changed, width,
+               &s.best);
   const size_t value_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
-
-  header.payload_bytes = out.size() - kFrameHeaderBytes;
-  header.payload_hash = hash64(out.data() + kFrameHeaderBytes, header.payload_bytes);
-  write_frame_header(header, out.data());
+  finish_frame(&header, &out);
   if (stats != nullptr) {
     *stats = EncodeStats{changed, out.size(), position_bytes, value_bytes,
                          header.pos_coding, header.value_mode, header.value_packing};
@@ -174,9 +229,7 @@ Status FrameEncoder::encode_full(const FrameRange& range, const void* target, ui
   out.assign(kFrameHeaderBytes, 0);
   build_values(ValuePacking::planes, s.words.data(), range.count, width, &s.best);
   const size_t value_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
-  header.payload_bytes = out.size() - kFrameHeaderBytes;
-  header.payload_hash = hash64(out.data() + kFrameHeaderBytes, header.payload_bytes);
-  write_frame_header(header, out.data());
+  finish_frame(&header, &out);
   if (stats != nullptr) {
     *stats = EncodeStats{range.count, out.size(), 0, value_bytes, header.pos_coding,
                          header.value_mode, header.value_packing};

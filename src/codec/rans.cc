@@ -59,6 +59,12 @@ void RansTable::finish_cumulative() {
   for (int s = 0; s < 256; ++s) {
     cum_[s] = running;
     running += freq_[s];
+    // Granlund-Montgomery: with l = ceil(log2 f) and m = ceil(2^(31+l) / f), floor(x*m / 2^(31+l))
+    // equals floor(x / f) for all x < 2^31.
+    unsigned l = 0;
+    while ((1u << l) < freq_[s]) ++l;
+    rcp_shift_[s] = static_cast<uint8_t>(31 + l);
+    rcp_[s] = freq_[s] == 0 ? 0 : ((1ull << (31 + l)) + freq_[s] - 1) / freq_[s];
   }
 }
 
@@ -73,7 +79,7 @@ double RansTable::payload_bytes(const Histogram& hist) const {
   for (int s = 0; s < 256; ++s) {
     if (hist[s] != 0) bits += static_cast<double>(hist[s]) * (kRansProbBits - std::log2(freq_[s]));
   }
-  return bits / 8 + 4;  // + the flushed state
+  return bits / 8 + 16;  // + the four flushed states
 }
 
 // Layout: symbol count - 1 (one byte), then per present symbol in increasing order: the symbol
@@ -119,49 +125,90 @@ Status RansTable::read(ByteReader* reader) {
   return Status::ok();
 }
 
+namespace {
+
+inline void encode_one(uint32_t& x, uint8_t s, const RansTable& table, uint8_t*& ptr) {
+  const uint32_t f = table.freq(s);
+  const uint32_t x_max = ((kLow >> kRansProbBits) << 8) * f;
+  while (x >= x_max) {
+    *--ptr = static_cast<uint8_t>(x);
+    x >>= 8;
+  }
+  const uint32_t q = static_cast<uint32_t>((x * table.reciprocal(s)) >> table.reciprocal_shift(s));
+  x = (q << kRansProbBits) + (x - q * f) + table.cum(s);
+}
+
+// Returns false when the code runs out.
+inline bool decode_one(uint32_t& x, const RansSlot* lookup, const uint8_t* code, size_t size, size_t& pos,
+                       uint8_t* symbol) {
+  const RansSlot slot = lookup[x & (kRansProbScale - 1)];
+  *symbol = slot.symbol;
+  x = (slot.freq_minus_one + 1u) * (x >> kRansProbBits) + slot.bias;
+  while (x < kLow) {
+    if (pos == size) return false;
+    x = (x << 8) | code[pos++];
+  }
+  return true;
+}
+
+}  // namespace
+
+// Symbol i is coded by state i % 4; the four chains are independent, so their latencies overlap.
 void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
                  std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
-  scratch->resize(2 * count + 8);
+  scratch->resize(2 * count + 32);
   uint8_t* end = scratch->data() + scratch->size();
   uint8_t* ptr = end;
-  uint32_t x = kLow;
-  for (size_t i = count; i-- > 0;) {
-    const uint8_t s = symbols[i];
-    const uint32_t f = table.freq(s);
-    const uint32_t x_max = ((kLow >> kRansProbBits) << 8) * f;
-    while (x >= x_max) {
-      *--ptr = static_cast<uint8_t>(x);
-      x >>= 8;
-    }
-    x = ((x / f) << kRansProbBits) + (x % f) + table.cum(s);
+  uint32_t x0 = kLow, x1 = kLow, x2 = kLow, x3 = kLow;
+  size_t i = count;
+  for (; i % 4 != 0; --i) {  // the tail: symbols past the last full group of four
+    uint32_t& x = (i - 1) % 4 == 0 ? x0 : (i - 1) % 4 == 1 ? x1 : x2;
+    encode_one(x, symbols[i - 1], table, ptr);
   }
-  for (int b = 3; b >= 0; --b) *--ptr = static_cast<uint8_t>(x >> (8 * b));  // little-endian
+  for (; i > 0; i -= 4) {
+    encode_one(x3, symbols[i - 1], table, ptr);
+    encode_one(x2, symbols[i - 2], table, ptr);
+    encode_one(x1, symbols[i - 3], table, ptr);
+    encode_one(x0, symbols[i - 4], table, ptr);
+  }
+  for (uint32_t x : {x3, x2, x1, x0}) {  // x0 first in the stream, each little-endian
+    for (int b = 3; b >= 0; --b) *--ptr = static_cast<uint8_t>(x >> (8 * b));
+  }
   out->insert(out->end(), ptr, end);
 }
 
 Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
-                   std::vector<uint8_t>* slot_to_symbol, uint8_t* symbols) {
-  DCR_REQUIRE(code_bytes >= 4, Code::corrupt, "rANS stream shorter than its state");
-  slot_to_symbol->resize(kRansProbScale);
+                   std::vector<RansSlot>* slots, uint8_t* symbols) {
+  DCR_REQUIRE(code_bytes >= 16, Code::corrupt, "rANS stream shorter than its four states");
+  slots->resize(kRansProbScale);
+  RansSlot* lookup = slots->data();
   for (int s = 0; s < 256; ++s) {
-    std::fill_n(slot_to_symbol->data() + table.cum(static_cast<uint8_t>(s)),
-                table.freq(static_cast<uint8_t>(s)), static_cast<uint8_t>(s));
-  }
-  const uint8_t* lookup = slot_to_symbol->data();
-  uint32_t x = static_cast<uint32_t>(get_le(code, 4));
-  size_t pos = 4;
-  DCR_REQUIRE(x >= kLow && x < (kLow << 8), Code::corrupt, "rANS stream: initial state out of range");
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t slot = x & (kRansProbScale - 1);
-    const uint8_t s = lookup[slot];
-    symbols[i] = s;
-    x = table.freq(s) * (x >> kRansProbBits) + slot - table.cum(s);
-    while (x < kLow) {
-      DCR_REQUIRE(pos < code_bytes, Code::corrupt, "rANS stream: truncated");
-      x = (x << 8) | code[pos++];
+    const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
+    for (uint32_t k = 0; k < f; ++k) {
+      lookup[c + k] = RansSlot{static_cast<uint16_t>(f - 1), static_cast<uint16_t>(k), static_cast<uint8_t>(s)};
     }
   }
-  DCR_REQUIRE(pos == code_bytes && x == kLow, Code::corrupt,
+  uint32_t x[4];
+  for (int k = 0; k < 4; ++k) {
+    x[k] = static_cast<uint32_t>(get_le(code + 4 * k, 4));
+    DCR_REQUIRE(x[k] >= kLow && x[k] < (kLow << 8), Code::corrupt, "rANS stream: initial state out of range");
+  }
+  uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+  size_t pos = 16;
+  const Status truncated(Code::corrupt, "rANS stream: truncated");
+  size_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    const bool ok = decode_one(x0, lookup, code, code_bytes, pos, &symbols[i]) &
+                    decode_one(x1, lookup, code, code_bytes, pos, &symbols[i + 1]) &
+                    decode_one(x2, lookup, code, code_bytes, pos, &symbols[i + 2]) &
+                    decode_one(x3, lookup, code, code_bytes, pos, &symbols[i + 3]);
+    if (!ok) return truncated;
+  }
+  for (; i < count; ++i) {
+    uint32_t& xi = i % 4 == 0 ? x0 : i % 4 == 1 ? x1 : x2;
+    if (!decode_one(xi, lookup, code, code_bytes, pos, &symbols[i])) return truncated;
+  }
+  DCR_REQUIRE(pos == code_bytes && x0 == kLow && x1 == kLow && x2 == kLow && x3 == kLow, Code::corrupt,
               "rANS stream: does not end where its symbol count says");
   return Status::ok();
 }

@@ -8,31 +8,11 @@
 
 namespace dcr {
 
-uint64_t load_word(const void* data, uint64_t index, unsigned width) {
-  const uint8_t* p = static_cast<const uint8_t*>(data) + index * width;
-  switch (width) {
-    case 1: return *p;
-    case 2: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case 4: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-    default: { uint64_t v; std::memcpy(&v, p, 8); return v; }
-  }
-}
-
-void store_word(void* data, uint64_t index, unsigned width, uint64_t word) {
-  uint8_t* p = static_cast<uint8_t*>(data) + index * width;
-  switch (width) {
-    case 1: *p = static_cast<uint8_t>(word); break;
-    case 2: { const uint16_t v = static_cast<uint16_t>(word); std::memcpy(p, &v, 2); break; }
-    case 4: { const uint32_t v = static_cast<uint32_t>(word); std::memcpy(p, &v, 4); break; }
-    default: std::memcpy(p, &word, 8); break;
-  }
-}
-
 namespace {
 
-uint64_t scan_scalar(const uint8_t* base, const uint8_t* target, uint64_t first, uint64_t count,
+uint64_t scan_scalar(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
                      unsigned width, uint32_t* positions, uint64_t changed) {
-  for (uint64_t i = first; i < count; ++i) {
+  for (uint64_t i = begin; i < end; ++i) {
     if (std::memcmp(base + i * width, target + i * width, width) != 0) {
       positions[changed++] = static_cast<uint32_t>(i);
     }
@@ -60,12 +40,15 @@ __attribute__((target("avx2,bmi,bmi2"))) uint64_t element_bits(uint64_t byte_dif
 }
 
 __attribute__((target("avx2,bmi,bmi2"))) uint64_t scan_avx2(const uint8_t* base,
-                                                           const uint8_t* target, uint64_t count,
-                                                           unsigned width, uint32_t* positions) {
+                                                           const uint8_t* target, uint64_t begin,
+                                                           uint64_t end, unsigned width,
+                                                           uint32_t* positions) {
   const uint64_t per_block = 64 / width;
-  const uint64_t blocks = count / per_block;
-  uint64_t changed = 0;
-  for (uint64_t b = 0; b < blocks; ++b) {
+  const uint64_t first_block = (begin + per_block - 1) / per_block;
+  const uint64_t blocks = end / per_block;
+  if (first_block >= blocks) return scan_scalar(base, target, begin, end, width, positions, 0);
+  uint64_t changed = scan_scalar(base, target, begin, first_block * per_block, width, positions, 0);
+  for (uint64_t b = first_block; b < blocks; ++b) {
     const uint8_t* pb = base + b * 64;
     const uint8_t* pt = target + b * 64;
     const __m256i eq0 = _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb)),
@@ -83,7 +66,7 @@ __attribute__((target("avx2,bmi,bmi2"))) uint64_t scan_avx2(const uint8_t* base,
       bits &= bits - 1;
     }
   }
-  return scan_scalar(base, target, blocks * per_block, count, width, positions, changed);
+  return scan_scalar(base, target, blocks * per_block, end, width, positions, changed);
 }
 
 bool have_avx2() {
@@ -94,32 +77,84 @@ bool have_avx2() {
 
 }  // namespace
 
-uint64_t scan_changes(const void* base, const void* target, uint64_t count, unsigned width,
-                      uint32_t* positions) {
+uint64_t scan_changes_in(const void* base, const void* target, uint64_t begin, uint64_t end,
+                         unsigned width, uint32_t* positions) {
   const uint8_t* b = static_cast<const uint8_t*>(base);
   const uint8_t* t = static_cast<const uint8_t*>(target);
 #if defined(__x86_64__)
-  if (have_avx2()) return scan_avx2(b, t, count, width, positions);
+  if (have_avx2()) return scan_avx2(b, t, begin, end, width, positions);
 #endif
-  return scan_scalar(b, t, 0, count, width, positions, 0);
+  return scan_scalar(b, t, begin, end, width, positions, 0);
 }
+
+uint64_t scan_changes(const void* base, const void* target, uint64_t count, unsigned width,
+                      uint32_t* positions) {
+  return scan_changes_in(base, target, 0, count, width, positions);
+}
+
+namespace {
+// The loops below are instantiated per width and mode so the element access and arithmetic
+// fold to straight-line code.
+template <unsigned W, ValueMode M>
+void gather_fixed(const void* base, const void* target, const uint32_t* positions, uint64_t changed,
+                  uint64_t* words) {
+  for (uint64_t j = 0; j < changed; ++j) {
+    const uint64_t p = positions[j];
+    words[j] = encode_word(M, load_word(base, p, W), load_word(target, p, W), W);
+  }
+}
+
+template <unsigned W, ValueMode M>
+void scatter_fixed(void* dst, const uint32_t* positions, uint64_t changed, uint64_t* words) {
+  for (uint64_t j = 0; j < changed; ++j) {
+    const uint64_t p = positions[j];
+    const uint64_t old_bits = load_word(dst, p, W);
+    store_word(dst, p, W, apply_word(M, old_bits, words[j], W));
+    words[j] = old_bits;
+  }
+}
+
+template <template <unsigned, ValueMode> class Op, unsigned W, typename... Args>
+void dispatch_mode(ValueMode mode, Args... args) {
+  switch (mode) {
+    case ValueMode::xor_mask: Op<W, ValueMode::xor_mask>::run(args...); break;
+    case ValueMode::overwrite: Op<W, ValueMode::overwrite>::run(args...); break;
+    case ValueMode::delta_sm: Op<W, ValueMode::delta_sm>::run(args...); break;
+    case ValueMode::delta_tc: Op<W, ValueMode::delta_tc>::run(args...); break;
+  }
+}
+
+template <template <unsigned, ValueMode> class Op, typename... Args>
+void dispatch(unsigned width, ValueMode mode, Args... args) {
+  switch (width) {
+    case 1: dispatch_mode<Op, 1>(mode, args...); break;
+    case 2: dispatch_mode<Op, 2>(mode, args...); break;
+    case 4: dispatch_mode<Op, 4>(mode, args...); break;
+    default: dispatch_mode<Op, 8>(mode, args...); break;
+  }
+}
+
+template <unsigned W, ValueMode M>
+struct Gather {
+  static void run(const void* b, const void* t, const uint32_t* p, uint64_t n, uint64_t* w) {
+    gather_fixed<W, M>(b, t, p, n, w);
+  }
+};
+
+template <unsigned W, ValueMode M>
+struct Scatter {
+  static void run(void* d, const uint32_t* p, uint64_t n, uint64_t* w) { scatter_fixed<W, M>(d, p, n, w); }
+};
+}  // namespace
 
 void gather_words(const void* base, const void* target, unsigned width, ValueMode mode,
                   const uint32_t* positions, uint64_t changed, uint64_t* words) {
-  for (uint64_t j = 0; j < changed; ++j) {
-    const uint64_t p = positions[j];
-    words[j] = encode_word(mode, load_word(base, p, width), load_word(target, p, width), width);
-  }
+  dispatch<Gather>(width, mode, base, target, positions, changed, words);
 }
 
 void scatter_swap(void* dst, unsigned width, ValueMode mode, const uint32_t* positions,
                   uint64_t changed, uint64_t* words) {
-  for (uint64_t j = 0; j < changed; ++j) {
-    const uint64_t p = positions[j];
-    const uint64_t old_bits = load_word(dst, p, width);
-    store_word(dst, p, width, apply_word(mode, old_bits, words[j], width));
-    words[j] = old_bits;
-  }
+  dispatch<Scatter>(width, mode, dst, positions, changed, words);
 }
 
 }  // namespace dcr

@@ -54,9 +54,8 @@ void build_tokens(uint64_t n, ValueAt value_at, Section* section) {
   extras.finish();
 }
 
-// Reads stream pair written by build_tokens and calls emit(j, value) for each of the n values.
-template <typename Emit>
-Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, Emit emit) {
+// Reads the stream pair written by build_tokens into values[0..n).
+Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, uint64_t* values) {
   const uint8_t* symbols;
   size_t symbol_count;
   DCR_TRY(codec->read(reader, n, slot, &symbols, &symbol_count));
@@ -70,9 +69,14 @@ Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot,
   DCR_REQUIRE(extra_bytes == (extra_bits + 7) / 8, Code::corrupt, "token extra-bit stream has the wrong length");
   BitReader bits(extras, extra_bytes);
   for (uint64_t j = 0; j < n; ++j) {
+    const uint8_t symbol = symbols[j];
+    if (symbol < kDirectTokens) {
+      values[j] = symbol;
+      continue;
+    }
     uint64_t extra = 0;
-    bits.get(token_extra_bits(symbols[j]), &extra);  // cannot fail: length checked above
-    DCR_TRY(emit(j, token_value(symbols[j], extra)));
+    bits.get(token_extra_bits(symbol), &extra);  // cannot fail: length checked above
+    values[j] = token_value(symbol, extra);
   }
   return Status::ok();
 }
@@ -168,7 +172,7 @@ Status read_varint_gaps(ByteReader* reader, StreamCodec* codec, uint64_t changed
 }  // namespace
 
 Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                      uint64_t count, uint32_t* positions) {
+                      uint64_t count, uint32_t* positions, std::vector<uint64_t>* gap_scratch) {
   switch (coding) {
     case PosCoding::all:
       for (uint64_t j = 0; j < changed; ++j) positions[j] = static_cast<uint32_t>(j);
@@ -176,13 +180,17 @@ Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, 
     case PosCoding::bitmap: return read_bitmap(reader, codec, changed, count, positions);
     case PosCoding::gaps_varint: return read_varint_gaps(reader, codec, changed, count, positions);
     case PosCoding::gaps_token: {
+      // Gaps are decoded into the word array's space first, then turned into positions.
+      std::vector<uint64_t>& gaps = *gap_scratch;
+      if (gaps.size() < changed) gaps.resize(changed);
+      DCR_TRY(read_tokens(reader, codec, changed, 0, gaps.data()));
       uint64_t next = 0;
-      return read_tokens(reader, codec, changed, 0, [&](uint64_t j, uint64_t gap) {
-        DCR_REQUIRE(gap < count - next, Code::corrupt, "gap token points past the end of the range");
-        positions[j] = static_cast<uint32_t>(next + gap);
-        next += gap + 1;
-        return Status::ok();
-      });
+      for (uint64_t j = 0; j < changed; ++j) {
+        if (gaps[j] >= count - next) return Status(Code::corrupt, "gap token points past the end of the range");
+        positions[j] = static_cast<uint32_t>(next + gaps[j]);
+        next += gaps[j] + 1;
+      }
+      return Status::ok();
     }
   }
   return Status(Code::corrupt, "unknown position coding");
@@ -191,12 +199,12 @@ Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, 
 Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
                    unsigned width, uint64_t* words) {
   if (packing == ValuePacking::tokens) {
+    DCR_TRY(read_tokens(reader, codec, changed, 2, words));
     const uint64_t mask = width_mask(width);
-    return read_tokens(reader, codec, changed, 2, [&](uint64_t j, uint64_t word) {
-      DCR_REQUIRE(word <= mask, Code::corrupt, "value token wider than the element width");
-      words[j] = word;
-      return Status::ok();
-    });
+    uint64_t wider = 0;
+    for (uint64_t j = 0; j < changed; ++j) wider |= words[j] & ~mask;
+    DCR_REQUIRE(wider == 0, Code::corrupt, "value token wider than the element width");
+    return Status::ok();
   }
   for (uint64_t j = 0; j < changed; ++j) words[j] = 0;
   for (unsigned b = 0; b < width; ++b) {

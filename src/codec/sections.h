@@ -29,7 +29,7 @@ void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed,
                   Section* section);
 
 Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                      uint64_t count, uint32_t* positions);
+                      uint64_t count, uint32_t* positions, std::vector<uint64_t>* gap_scratch);
 Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
                    unsigned width, uint64_t* words);
 

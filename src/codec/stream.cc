@@ -12,7 +12,7 @@ struct StreamCodec::Impl {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   std::vector<uint8_t> candidate;
   std::vector<uint8_t> rans_scratch;
-  std::vector<uint8_t> slot_to_symbol;
+  std::vector<RansSlot> slots;
   std::vector<uint8_t> decoded[kStreamSlots];
   Histogram hist;
   RansTable table;
@@ -119,7 +119,7 @@ Status StreamCodec::read(ByteReader* reader, size_t max_size, int slot, const ui
       const size_t table_size = table_reader.position();
       out.resize(size);
       DCR_TRY(rans_decode(code + table_size, code_size - table_size, m.table, size,
-                          &m.slot_to_symbol, out.data()));
+                          &m.slots, out.data()));
       *data = out.data();
       return Status::ok();
     }

@@ -40,7 +40,7 @@ uint64_t draw(uint64_t key, uint64_t index) { return mix64(key + (index + 1) * k
 float bell(uint64_t bits) {
   const int64_t sum = static_cast<int64_t>((bits & 0x1fffff) + ((bits >> 21) & 0x1fffff) +
                                            ((bits >> 42) & 0x1fffff));
-  return static_cast<float>(2 * sum - 3 * 0x1fffff) * (1.0f / 2097152.0f);
+  return static_cast<float>(2 * sum - int64_t{3 * 0x1fffff}) * (1.0f / 2097152.0f);
 }
 
 constexpr float kRowScaleSigma = 0.35f;  // 95% of rows within 0.5x..2x of the median
@@ -171,14 +171,21 @@ uint64_t count_differences(const uint8_t* a, const uint8_t* b, uint64_t count) {
   return differ;
 }
 
+double share(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
 // ---- Initial values ----
 bool has(const std::string& name, const char* part) { return name.find(part) != std::string::npos; }
 
 bool ends_with(const std::string& name, const std::string& suffix) {
-  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return name.size() >= suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-uint64_t row_length(const TensorDesc& t) { return t.shape.empty() ? 1 : static_cast<uint64_t>(t.shape.back()); }
+uint64_t row_length(const TensorDesc& t) {
+  return t.shape.empty() ? 1 : static_cast<uint64_t>(t.shape.back());
+}
 
 // Norms 1 + N(0, 0.02), embeddings and lm_head N(0, 0.02), other weights N(0, 1/sqrt(fan_in))
 // with fan_in the last dimension (bell-shaped draws as for the steps).
@@ -196,7 +203,7 @@ void pooled_masters(const std::vector<float>& pool, uint64_t* cursor, std::vecto
   uint64_t done = 0;
   while (done < master->size()) {
     const uint64_t take = std::min<uint64_t>(master->size() - done, pool.size() - *cursor);
-    std::copy_n(pool.begin() + static_cast<std::ptrdiff_t>(*cursor), take, master->begin() + static_cast<std::ptrdiff_t>(done));
+    std::copy_n(pool.data() + *cursor, take, master->data() + done);
     done += take;
     *cursor = (*cursor + take) % pool.size();
   }
@@ -251,7 +258,8 @@ Status ChangeModel::create(const Manifest& manifest, const ChangeModelOptions& o
   return Status::ok();
 }
 
-void ChangeModel::init_parameter(size_t tensor, const ChangeModelOptions& options, uint64_t* pool_cursor) {
+void ChangeModel::init_parameter(size_t tensor, const ChangeModelOptions& options,
+                                 uint64_t* pool_cursor) {
   const TensorDesc& t = manifest_.tensors[tensor];
   TensorState& state = tensors_[tensor];
   state.master.resize(t.numel());
@@ -270,7 +278,9 @@ void ChangeModel::init_parameter(size_t tensor, const ChangeModelOptions& option
   state.stored.resize(t.nbytes());
   with_format(t.dtype, [&](auto format) {
     using F = decltype(format);
-    for (uint64_t i = 0; i < state.master.size(); ++i) put<F>(state.stored.data(), i, F::cast(state.master[i]));
+    for (uint64_t i = 0; i < state.master.size(); ++i) {
+      put<F>(state.stored.data(), i, F::cast(state.master[i]));
+    }
   });
   parameter_elements_ += t.numel();
 }
@@ -350,10 +360,11 @@ double ChangeModel::changed_fraction(const std::vector<std::vector<uint8_t>>& be
     if (before[t].size() != tensors_[t].stored.size()) return nan;
     if (desc.is_buffer) continue;
     with_format(desc.dtype, [&](auto format) {
-      changed += count_differences<decltype(format)>(before[t].data(), tensors_[t].stored.data(), desc.numel());
+      changed += count_differences<decltype(format)>(before[t].data(), tensors_[t].stored.data(),
+                                                     desc.numel());
     });
   }
-  return parameter_elements_ == 0 ? 0.0 : static_cast<double>(changed) / static_cast<double>(parameter_elements_);
+  return share(changed, parameter_elements_);
 }
 
 // Every stride-th parameter element in manifest order, with the noise the next step() will draw.
@@ -397,7 +408,7 @@ double ChangeModel::sample_fraction(const Sample& sample, double lr) {
       }
     });
   }
-  return sample.master.empty() ? 0.0 : static_cast<double>(changed) / static_cast<double>(sample.master.size());
+  return share(changed, sample.master.size());
 }
 
 double ChangeModel::tune_lr(double fraction) const {

@@ -17,10 +17,20 @@ namespace {
 
 using nlohmann::json;
 
+// not_found unless `path` names a regular file (ifstream would open a directory).
+Status require_file(const std::string& path) {
+  std::error_code error;
+  DCR_REQUIRE(std::filesystem::is_regular_file(path, error), Code::not_found,
+              "cannot open '" + path + "': missing or not a regular file");
+  return Status::ok();
+}
+
 Status append_file(const std::string& path, std::vector<uint8_t>* bytes) {
+  DCR_TRY(require_file(path));
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   DCR_REQUIRE(in, Code::not_found, "cannot open '" + path + "'");
   const std::streamsize size = in.tellg();
+  DCR_REQUIRE(size >= 0, Code::io_error, "cannot read '" + path + "'");
   const size_t start = bytes->size();
   bytes->resize(start + static_cast<size_t>(size));
   in.seekg(0);
@@ -30,6 +40,7 @@ Status append_file(const std::string& path, std::vector<uint8_t>* bytes) {
 }
 
 Status parse_json_file(const std::string& path, json* out) {
+  DCR_TRY(require_file(path));
   std::ifstream in(path);
   DCR_REQUIRE(in, Code::not_found, "cannot open '" + path + "'");
   try {

@@ -23,7 +23,8 @@ std::vector<uint8_t> roundtrip(const std::vector<uint8_t>& symbols) {
   histogram_of(symbols.data(), symbols.size(), &hist);
   RansTable table;
   table.build(hist);
-  std::vector<uint8_t> code, scratch, lookup;
+  std::vector<uint8_t> code, scratch;
+  std::vector<RansSlot> lookup;
   table.write(&code);
   rans_encode(symbols.data(), symbols.size(), table, &scratch, &code);
   ByteReader reader(code.data(), code.size(), "test");

@@ -323,7 +323,8 @@ TEST(ChangeModel, RejectsWhatItCannotModel) {
   RealWeights empty;
   ChangeModelOptions options;
   options.pool = &empty;
-  EXPECT_EQ(ChangeModel::create(one_tensor(DType::bf16, {4}), options, &model).code(), Code::invalid_argument);
+  EXPECT_EQ(ChangeModel::create(one_tensor(DType::bf16, {4}), options, &model).code(),
+            Code::invalid_argument);
 
   model = tiny_model(1);
   EXPECT_EQ(model->step(-1e-6).code(), Code::invalid_argument);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "dcr/core/status.h"
@@ -54,6 +55,14 @@ class BitReader {
       return true;
     }
     if (count > size_ * 8 - bit_pos_) return false;
+    const size_t byte = bit_pos_ >> 3;
+    if (count <= 56 && byte + 8 <= size_) {  // one unaligned 8-byte load holds all the bits
+      uint64_t window;
+      std::memcpy(&window, data_ + byte, 8);
+      *value = (window >> (bit_pos_ & 7)) & ((1ull << count) - 1);
+      bit_pos_ += count;
+      return true;
+    }
     uint64_t result = 0;
     unsigned done = 0;
     while (done < count) {

@@ -51,6 +51,7 @@ class FrameDecoder {
   Status decode_payload(const uint8_t* frame, DecodedFrame* out);
   StreamCodec codec_;
   DecodedFrame scratch_;
+  std::vector<uint64_t> gaps_;
 };
 
 }  // namespace dcr

@@ -38,6 +38,13 @@ struct EncodeStats {
   ValuePacking value_packing = ValuePacking::planes;
 };
 
+struct ValueCosts;
+
+struct ValueChoice {
+  ValueMode mode;
+  ValuePacking packing;
+};
+
 class FrameEncoder {
  public:
   explicit FrameEncoder(EncodeOptions options = {});
@@ -65,6 +72,22 @@ class FrameEncoder {
                      std::vector<uint8_t>* frame, EncodeStats* stats = nullptr);
 
  private:
+  struct Hashes {
+    uint64_t base, target;
+  };
+  struct Versions {
+    uint64_t base, target;
+  };
+  PosCoding choose_positions(const FrameRange& range, const uint32_t* positions, uint64_t changed);
+  ValueMode delta_mode() const;
+  ValueChoice choose_values(const FrameRange& range, const void* base, const void* target,
+                            const uint32_t* positions, uint64_t changed, const ValueCosts& costs);
+  const uint64_t* words_for(ValueMode mode, const void* base, const void* target, unsigned width,
+                            const uint32_t* positions, uint64_t changed);
+  Status encode(const FrameRange& range, const void* base, const void* target, const uint32_t* positions,
+                uint64_t changed, const Hashes& hashes, const ValueCosts& costs, const Versions& versions,
+                std::vector<uint8_t>* frame, EncodeStats* stats);
+
   struct Scratch;
   EncodeOptions options_;
   Scratch* scratch_;

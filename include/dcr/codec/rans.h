@@ -2,8 +2,10 @@
 // static frequency table. Unlike Huffman (zstd's literal coder) it spends fractions of a bit per
 // symbol, which is what low-entropy token streams (1-3 bits per change) need to reach their bound.
 //
-// State: 32 bits, kept in [2^23, 2^31); renormalisation moves whole bytes; probabilities are
+// State: four interleaved 32-bit states (symbol i uses state i % 4, so the four dependency chains
+// overlap), each kept in [2^23, 2^31); renormalisation moves whole bytes; probabilities are
 // quantised to kRansProbBits. Symbols are encoded last-to-first so the decoder reads forward.
+// Division in the encoder is a multiplication by a per-symbol reciprocal (exact for x < 2^31).
 #pragma once
 
 #include <array>
@@ -37,11 +39,23 @@ class RansTable {
 
   uint32_t freq(uint8_t s) const { return freq_[s]; }
   uint32_t cum(uint8_t s) const { return cum_[s]; }
+  // floor(x / freq(s)) == (x * reciprocal(s)) >> reciprocal_shift(s) for every x < 2^31.
+  uint64_t reciprocal(uint8_t s) const { return rcp_[s]; }
+  unsigned reciprocal_shift(uint8_t s) const { return rcp_shift_[s]; }
 
  private:
   void finish_cumulative();
   std::array<uint32_t, 256> freq_{};
   std::array<uint32_t, 256> cum_{};
+  std::array<uint64_t, 256> rcp_{};
+  std::array<uint8_t, 256> rcp_shift_{};
+};
+
+// One decoding slot: the symbol whose interval holds the slot, its frequency and slot - cum.
+struct RansSlot {
+  uint16_t freq_minus_one;
+  uint16_t bias;
+  uint8_t symbol;
 };
 
 // Appends the rANS code of `symbols` (table not included) to `out`.
@@ -51,6 +65,6 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
 // Decodes exactly `count` symbols from `code`; fails with Code::corrupt unless the code is
 // consumed exactly and the final state is the initial one.
 Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
-                   std::vector<uint8_t>* slot_to_symbol, uint8_t* symbols);
+                   std::vector<RansSlot>* slots, uint8_t* symbols);
 
 }  // namespace dcr

@@ -8,8 +8,8 @@
 //   many of its own ulps, so it changes at every step whatever the learning rate; a model seeded
 //   from such weights has a change-rate floor that tune_lr cannot go below.
 // - A master sitting exactly on a rounding tie (f16-derived values seen as bf16) is stored rounded
-//   to even; any nonzero step moves it off the tie, so it changes whenever the step points towards
-//   the odd neighbour (about half the time), however small the step.
+//   to even; any step that moves the fp32 master at all moves it off the tie, so it changes
+//   whenever the step points towards the odd neighbour (about half the time), however small.
 #pragma once
 
 #include <cstdint>
@@ -59,11 +59,11 @@ class ChangeModel {
   // ends of the search, when the fraction lies outside what those rates give. Changes nothing.
   double tune_lr(double fraction) const;
 
-  // Synthetic mode: each parameter element, independently with probability `fraction` in [0, 1],
-  // moves its stored bits by a signed number of ulps in sign-magnitude order (+0 and -0 are one
-  // apart): +-1 with p 0.89, +-2 with 0.05, +-3..+-8 uniform with 0.06; a move that would reach
-  // Inf/NaN goes the other way; non-finite values stay. Masters take the new stored values.
-  // Buffers advance as in step().
+  // Synthetic mode: each parameter element, independently with probability `fraction` in [0, 1]
+  // (resolved to 2^-24), moves its stored bits by a signed number of ulps in sign-magnitude order
+  // (+0 and -0 are one apart): +-1 with p 0.89, +-2 with 0.05, +-3..+-8 uniform with 0.06; a move
+  // that would reach Inf/NaN goes the other way; non-finite values stay. Masters take the new
+  // stored values. Buffers advance as in step().
   Status inject_uniform(double fraction);
 
   // Share of parameter elements whose stored bits differ from `before` (a snapshot() of this
