@@ -236,6 +236,8 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
   }
   for (const Case& c : cases) {
     DCR_REQUIRE(c.fraction > 0 && c.fraction < 1, Code::invalid_argument, "change rates must lie in (0, 100) percent");
+  }
+  for (const Case& c : cases) {
     const auto start = Clock::now();
     const Bits base = model->snapshot();
     if (c.uniform) {

@@ -21,7 +21,18 @@ std::vector<double> parse_rates(const std::string& text) {
   std::vector<double> rates;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) rates.push_back(std::stod(item));
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    double rate = 0;
+    try {
+      rate = std::stod(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (used == 0 || used != item.size() || rate <= 0 || rate >= 100) {
+      throw std::invalid_argument("--rates: '" + item + "' is not a percentage in (0, 100)");
+    }
+    rates.push_back(rate);
+  }
   return rates;
 }
 
