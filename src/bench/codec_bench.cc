@@ -30,24 +30,31 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// One frame's canonical range and where its bytes start inside the tensor.
-struct FrameSlot {
-  size_t tensor;
-  FrameRange range;
-  uint64_t offset_bytes;
-};
-
-std::vector<FrameSlot> cut_frames(const Manifest& manifest, uint64_t frame_elements) {
-  std::vector<FrameSlot> slots;
-  for (size_t t = 0; t < manifest.tensors.size(); ++t) {
-    const TensorDesc& desc = manifest.tensors[t];
-    const unsigned width = static_cast<unsigned>(desc.width());
-    for (uint64_t first = 0; first < desc.numel(); first += frame_elements) {
-      const uint64_t count = std::min(frame_elements, desc.numel() - first);
-      slots.push_back({t, FrameRange{static_cast<uint32_t>(t), first, count, width}, first * width});
+// Frames: whole rows of a tensor, up to `frame_elements` per frame; rows longer than that are cut
+// into column chunks.
+std::vector<Box> cut_frames(const Manifest& manifest, uint64_t frame_elements) {
+  std::vector<Box> frames;
+  for (uint32_t t = 0; t < manifest.tensors.size(); ++t) {
+    const uint64_t rows = tensor_rows(manifest.tensors[t]), cols = tensor_cols(manifest.tensors[t]);
+    if (cols >= frame_elements) {
+      for (uint64_t r = 0; r < rows; ++r) {
+        for (uint64_t c = 0; c < cols; c += frame_elements) frames.push_back({t, r, 1, c, std::min(frame_elements, cols - c)});
+      }
+      continue;
     }
+    const uint64_t rows_per_frame = frame_elements / cols;
+    for (uint64_t r = 0; r < rows; r += rows_per_frame) frames.push_back({t, r, std::min(rows_per_frame, rows - r), 0, cols});
   }
-  return slots;
+  return frames;
+}
+
+Region tensor_region(const Manifest& manifest, const Bits& bits, const Box& frame) {
+  const TensorDesc& desc = manifest.tensors[frame.tensor];
+  const Region whole = dense_region(whole_tensor(frame.tensor, desc), static_cast<unsigned>(desc.width()),
+                                    bits[frame.tensor].data());
+  Region part;
+  sub_region(whole, frame, &part);  // frames are cut inside their tensor
+  return part;
 }
 
 // Everything measured for one change case, from the same base and target bits.
@@ -75,14 +82,13 @@ class CaseRunner {
  private:
   Status encode_once(const Bits& base, const Bits& target, std::map<std::string, int>* modes) {
     for (size_t i = 0; i < slots_.size(); ++i) {
-      const FrameSlot& s = slots_[i];
-      const TensorDesc& desc = manifest_.tensors[s.tensor];
+      const Box& box = slots_[i];
       EncodeOptions o = encoder_.options();
-      o.sign_magnitude = dtype_is_float(desc.dtype);
+      o.sign_magnitude = dtype_is_float(manifest_.tensors[box.tensor].dtype);
       encoder_.set_options(o);
       EncodeStats stats;
-      DCR_TRY(encoder_.encode_delta(s.range, base[s.tensor].data() + s.offset_bytes,
-                                    target[s.tensor].data() + s.offset_bytes, 0, 1, &wire_[i], &stats));
+      DCR_TRY(encoder_.encode_delta(tensor_region(manifest_, base, box), tensor_region(manifest_, target, box), {0, 1},
+                                    &wire_[i], &stats));
       if (modes != nullptr) ++(*modes)[value_mode_name(stats.value_mode)];
     }
     return Status::ok();
@@ -107,12 +113,11 @@ class CaseRunner {
 
   Status apply_once(Bits* dst) {
     for (size_t i = 0; i < slots_.size(); ++i) {
-      const FrameSlot& s = slots_[i];
-      const TensorDesc& desc = manifest_.tensors[s.tensor];
-      const TensorView view{static_cast<uint32_t>(s.tensor), (*dst)[s.tensor].data(), 0, desc.numel(),
-                            static_cast<unsigned>(desc.width())};
+      const uint32_t t = slots_[i].tensor;
+      const TensorDesc& desc = manifest_.tensors[t];
+      const Region whole = dense_region(whole_tensor(t, desc), static_cast<unsigned>(desc.width()), (*dst)[t].data());
       ApplyOutcome outcome;
-      DCR_TRY(decoder_.apply(wire_[i].data(), wire_[i].size(), view, 0, &outcome));
+      DCR_TRY(decoder_.apply(wire_[i].data(), wire_[i].size(), whole, 0, &outcome));
     }
     return Status::ok();
   }
@@ -160,12 +165,14 @@ class CaseRunner {
     ReferenceEncodings reference;
     std::vector<uint32_t> positions(options_.frame_elements);
     r->nemo_style_bytes = r->pulse_style_bytes = 0;
-    for (const FrameSlot& s : slots_) {
-      const uint8_t* b = base[s.tensor].data() + s.offset_bytes;
-      const uint8_t* t = target[s.tensor].data() + s.offset_bytes;
-      const unsigned w = s.range.width;
-      const uint64_t k = scan_changes(b, t, s.range.count, w, positions.data());
-      bound.add(b, t, w, s.range.count, positions.data(), k, dtype_is_float(manifest_.tensors[s.tensor].dtype));
+    std::vector<uint8_t> base_copy, target_copy;
+    for (const Box& box : slots_) {
+      const Region br = tensor_region(manifest_, base, box), tr = tensor_region(manifest_, target, box);
+      const uint8_t* b = dense_bytes(br, &base_copy);
+      const uint8_t* t = dense_bytes(tr, &target_copy);
+      const unsigned w = br.width;
+      const uint64_t k = scan_changes(b, t, box.elements(), w, positions.data());
+      bound.add(b, t, w, box.elements(), positions.data(), k, dtype_is_float(manifest_.tensors[box.tensor].dtype));
       r->nemo_style_bytes += reference.nemo_style_bytes(b, t, w, positions.data(), k);
       r->pulse_style_bytes += reference.pulse_style_bytes(t, w, positions.data(), k);
     }
@@ -178,7 +185,7 @@ class CaseRunner {
 
   const Manifest& manifest_;
   const CodecBenchOptions& options_;
-  std::vector<FrameSlot> slots_;
+  std::vector<Box> slots_;
   std::vector<std::vector<uint8_t>> wire_;
   FrameEncoder encoder_;
   FrameDecoder decoder_;

@@ -3,14 +3,13 @@
 #include <string>
 
 #include "dcr/codec/scan.h"
-#include "dcr/core/hash.h"
 #include "src/codec/sections.h"
 
 namespace dcr {
 
 Status FrameDecoder::decode(const uint8_t* frame, size_t size, uint64_t max_elements, DecodedFrame* out) {
   DCR_TRY(parse_frame_header(frame, size, &out->header));
-  DCR_REQUIRE(out->header.count <= max_elements, Code::corrupt,
+  DCR_REQUIRE(out->header.count() <= max_elements, Code::corrupt,
               "frame " + out->header.describe() + " is longer than the " + std::to_string(max_elements) +
                   " elements allowed");
   return decode_payload(frame, out);
@@ -21,7 +20,7 @@ Status FrameDecoder::decode_payload(const uint8_t* frame, DecodedFrame* out) {
   out->positions.resize(h.changed);
   out->words.resize(h.changed);
   ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "frame payload");
-  Status status = read_positions(h.pos_coding, &reader, &codec_, h.changed, h.count, out->positions.data(),
+  Status status = read_positions(h.pos_coding, &reader, &codec_, h.changed, h.count(), out->positions.data(),
                                  &gaps_);
   if (status.is_ok()) {
     status = read_values(h.value_packing, &reader, &codec_, h.changed, h.elem_width, out->words.data());
@@ -33,50 +32,63 @@ Status FrameDecoder::decode_payload(const uint8_t* frame, DecodedFrame* out) {
 }
 
 namespace {
-Status check_destination(const FrameHeader& h, const TensorView& dst, uint64_t expected_base_version) {
+
+Status check_destination(const FrameHeader& h, const Region& dst, uint64_t expected_base_version, Region* box) {
   const std::string what = "frame " + h.describe();
-  DCR_REQUIRE(h.tensor_id == dst.tensor_id, Code::invalid_argument,
-              what + " is for tensor " + std::to_string(h.tensor_id) + ", destination is tensor " +
-                  std::to_string(dst.tensor_id));
   DCR_REQUIRE(h.elem_width == dst.width, Code::invalid_argument,
               what + " has " + std::to_string(h.elem_width) + "-byte elements, destination has " +
                   std::to_string(dst.width));
-  DCR_REQUIRE(h.first >= dst.first && h.count <= dst.elements && h.first - dst.first <= dst.elements - h.count,
-              Code::invalid_argument,
-              what + " lies outside the destination [" + std::to_string(dst.first) + ", +" +
-                  std::to_string(dst.elements) + ")");
+  DCR_TRY(sub_region(dst, h.box, box).with_context(what));
   DCR_REQUIRE(h.is_full() || expected_base_version == kAnyVersion || h.base_version == expected_base_version,
               Code::base_mismatch,
               what + " is a delta on version " + std::to_string(h.base_version) +
                   " but this receiver is at version " + std::to_string(expected_base_version));
   return Status::ok();
 }
+
+// scatter_swap over a region whose rows may not be adjacent in memory.
+void scatter_swap_region(const Region& r, ValueMode mode, const uint32_t* positions, uint64_t changed,
+                         uint64_t* words) {
+  if (r.contiguous()) {
+    scatter_swap(r.data, r.width, mode, positions, changed, words);
+    return;
+  }
+  std::vector<uint32_t> in_row;
+  uint64_t j = 0;
+  for (uint64_t row = 0; row < r.box.rows && j < changed; ++row) {
+    const uint64_t row_start = row * r.box.cols, row_end = row_start + r.box.cols;
+    const uint64_t first = j;
+    in_row.clear();
+    for (; j < changed && positions[j] < row_end; ++j) in_row.push_back(static_cast<uint32_t>(positions[j] - row_start));
+    scatter_swap(r.row(row), r.width, mode, in_row.data(), in_row.size(), words + first);
+  }
+}
+
 }  // namespace
 
-Status FrameDecoder::apply(const uint8_t* frame, size_t size, const TensorView& dst,
-                           uint64_t expected_base_version, ApplyOutcome* outcome) {
+Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
+                           ApplyOutcome* outcome) {
   DecodedFrame& d = scratch_;
   DCR_TRY(parse_frame_header(frame, size, &d.header));
   const FrameHeader& h = d.header;
-  DCR_TRY(check_destination(h, dst, expected_base_version));
-  uint8_t* range = static_cast<uint8_t*>(dst.data) + (h.first - dst.first) * h.elem_width;
-  const size_t bytes = h.count * h.elem_width;
+  Region box;
+  DCR_TRY(check_destination(h, dst, expected_base_version, &box));
 
-  const uint64_t before = hash64(range, bytes);
+  const uint64_t before = region_hash(box);
   if (before == h.target_hash) {
     *outcome = ApplyOutcome::already_applied;
     return Status::ok();
   }
   DCR_REQUIRE(h.is_full() || before == h.base_hash, Code::base_mismatch,
               "frame " + h.describe() + ": destination holds neither its base nor its target bits "
-              "(repair the range with a full frame)");
+              "(repair the box with a full frame)");
   DCR_TRY(decode_payload(frame, &d));
 
-  scatter_swap(range, h.elem_width, h.value_mode, d.positions.data(), h.changed, d.words.data());
-  if (hash64(range, bytes) != h.target_hash) {
-    scatter_swap(range, h.elem_width, ValueMode::overwrite, d.positions.data(), h.changed, d.words.data());
+  scatter_swap_region(box, h.value_mode, d.positions.data(), h.changed, d.words.data());
+  if (region_hash(box) != h.target_hash) {
+    scatter_swap_region(box, ValueMode::overwrite, d.positions.data(), h.changed, d.words.data());
     return Status(Code::target_mismatch,
-                  "frame " + h.describe() + ": bits after apply do not match the target hash; the range was restored");
+                  "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
   }
   *outcome = ApplyOutcome::applied;
   return Status::ok();

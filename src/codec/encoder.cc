@@ -18,6 +18,8 @@ struct FrameEncoder::Scratch {
   std::vector<uint64_t> words;
   std::vector<uint64_t> delta_words;  // ordered-delta and XOR words of the changed elements
   std::vector<uint64_t> xor_words;
+  std::vector<uint8_t> base_copy;  // dense copies of strided boxes
+  std::vector<uint8_t> target_copy;
   Section candidate;
   Section best;
   std::vector<uint8_t> trial;
@@ -28,11 +30,21 @@ FrameEncoder::~FrameEncoder() { delete scratch_; }
 
 namespace {
 
-Status check_range(const FrameRange& range) {
-  DCR_REQUIRE(range.width == 1 || range.width == 2 || range.width == 4 || range.width == 8,
-              Code::invalid_argument, "element width " + std::to_string(range.width) + " is not 1, 2, 4 or 8");
-  DCR_REQUIRE(range.count <= kMaxFrameElements, Code::invalid_argument,
-              "a frame covers at most 2^32-1 elements, asked for " + std::to_string(range.count));
+Status check_region(const Region& r) {
+  DCR_REQUIRE(r.width == 1 || r.width == 2 || r.width == 4 || r.width == 8, Code::invalid_argument,
+              "element width " + std::to_string(r.width) + " is not 1, 2, 4 or 8");
+  DCR_REQUIRE(r.box.rows <= kMaxFrameElements && r.box.cols <= kMaxFrameElements &&
+                  r.box.elements() <= kMaxFrameElements,
+              Code::invalid_argument, "a frame covers at most 2^32-1 elements, asked for " + r.box.describe());
+  DCR_REQUIRE(r.contiguous() || r.pitch >= r.box.cols, Code::invalid_argument,
+              "region pitch " + std::to_string(r.pitch) + " is shorter than its rows");
+  return Status::ok();
+}
+
+Status check_pair(const Region& base, const Region& target) {
+  DCR_TRY(check_region(base));
+  DCR_REQUIRE(base.box == target.box && base.width == target.width, Code::invalid_argument,
+              "base " + base.box.describe() + " and target " + target.box.describe() + " differ in shape");
   return Status::ok();
 }
 
@@ -59,64 +71,64 @@ ValueMode FrameEncoder::delta_mode() const {
 
 // Scans, hashes and measures value costs block by block, so each block is read from memory once
 // and worked on while it is still in cache.
-Status FrameEncoder::encode_delta(const FrameRange& range, const void* base, const void* target,
-                                  uint64_t base_version, uint64_t target_version,
+Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in, Versions versions,
                                   std::vector<uint8_t>* frame, EncodeStats* stats) {
-  DCR_TRY(check_range(range));
+  DCR_TRY(check_pair(base_in, target_in));
   constexpr uint64_t kBlockElements = 1 << 14;
   Scratch& s = *scratch_;
-  s.positions.resize(std::max<size_t>(s.positions.size(), range.count));
-  s.delta_words.resize(std::max<size_t>(s.delta_words.size(), range.count));
-  s.xor_words.resize(std::max<size_t>(s.xor_words.size(), range.count));
+  const unsigned width = base_in.width;
+  const uint64_t count = base_in.box.elements();
+  const Region base = dense_region(base_in.box, width, dense_bytes(base_in, &s.base_copy));
+  const Region target = dense_region(target_in.box, width, dense_bytes(target_in, &s.target_copy));
+  s.positions.resize(std::max<size_t>(s.positions.size(), count));
+  s.delta_words.resize(std::max<size_t>(s.delta_words.size(), count));
+  s.xor_words.resize(std::max<size_t>(s.xor_words.size(), count));
   s.base_hash.reset();
   s.target_hash.reset();
-  ValueCostCounter counter(range.width, delta_mode());
-  const uint8_t* b = static_cast<const uint8_t*>(base);
-  const uint8_t* t = static_cast<const uint8_t*>(target);
+  ValueCostCounter counter(width, delta_mode());
   uint64_t changed = 0;
-  for (uint64_t begin = 0; begin < range.count; begin += kBlockElements) {
-    const uint64_t end = std::min(range.count, begin + kBlockElements);
-    const uint64_t found = scan_changes_in(base, target, begin, end, range.width, s.positions.data() + changed);
-    counter.add(base, target, s.positions.data() + changed, found, s.delta_words.data() + changed,
+  for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
+    const uint64_t end = std::min(count, begin + kBlockElements);
+    const uint64_t found = scan_changes_in(base.data, target.data, begin, end, width, s.positions.data() + changed);
+    counter.add(base.data, target.data, s.positions.data() + changed, found, s.delta_words.data() + changed,
                 s.xor_words.data() + changed);
     changed += found;
-    s.base_hash.update(b + begin * range.width, (end - begin) * range.width);
-    s.target_hash.update(t + begin * range.width, (end - begin) * range.width);
+    s.base_hash.update(base.data + begin * width, (end - begin) * width);
+    s.target_hash.update(target.data + begin * width, (end - begin) * width);
   }
   const Hashes hashes{s.base_hash.digest(), s.target_hash.digest()};
-  return encode(range, base, target, s.positions.data(), changed, hashes, counter.costs(),
-                {base_version, target_version}, frame, stats);
+  return encode(base, target, s.positions.data(), changed, hashes, counter.costs(), versions, frame, stats);
 }
 
-Status FrameEncoder::encode_delta_at(const FrameRange& range, const void* base, const void* target,
-                                     const uint32_t* positions, uint64_t changed,
-                                     uint64_t base_version, uint64_t target_version,
-                                     std::vector<uint8_t>* frame, EncodeStats* stats) {
-  DCR_TRY(check_range(range));
-  DCR_REQUIRE(changed <= range.count, Code::invalid_argument, "more changed positions than elements");
+Status FrameEncoder::encode_delta_at(const Region& base_in, const Region& target_in, const uint32_t* positions,
+                                     uint64_t changed, Versions versions, std::vector<uint8_t>* frame,
+                                     EncodeStats* stats) {
+  DCR_TRY(check_pair(base_in, target_in));
+  DCR_REQUIRE(changed <= base_in.box.elements(), Code::invalid_argument, "more changed positions than elements");
   Scratch& s = *scratch_;
+  const Region base = dense_region(base_in.box, base_in.width, dense_bytes(base_in, &s.base_copy));
+  const Region target = dense_region(target_in.box, target_in.width, dense_bytes(target_in, &s.target_copy));
   s.delta_words.resize(std::max<size_t>(s.delta_words.size(), changed));
   s.xor_words.resize(std::max<size_t>(s.xor_words.size(), changed));
-  ValueCostCounter counter(range.width, delta_mode());
-  counter.add(base, target, positions, changed, s.delta_words.data(), s.xor_words.data());
-  const Hashes hashes{hash64(base, range.count * range.width), hash64(target, range.count * range.width)};
-  return encode(range, base, target, positions, changed, hashes, counter.costs(), {base_version, target_version},
-                frame, stats);
+  ValueCostCounter counter(base.width, delta_mode());
+  counter.add(base.data, target.data, positions, changed, s.delta_words.data(), s.xor_words.data());
+  const Hashes hashes{region_hash(base), region_hash(target)};
+  return encode(base, target, positions, changed, hashes, counter.costs(), versions, frame, stats);
 }
 
-PosCoding FrameEncoder::choose_positions(const FrameRange& range, const uint32_t* positions, uint64_t changed) {
+PosCoding FrameEncoder::choose_positions(uint64_t count, const uint32_t* positions, uint64_t changed) {
   if (options_.pos_coding) return *options_.pos_coding;
-  if (changed == range.count) return PosCoding::all;
+  if (changed == count) return PosCoding::all;
   // Gap tokens win on sparse changes; bitmaps are measured only where they may win, varints only
   // in exhaustive mode.
-  if (!options_.exhaustive && changed * 16 < range.count) return PosCoding::gaps_token;
+  if (!options_.exhaustive && changed * 16 < count) return PosCoding::gaps_token;
   Scratch& s = *scratch_;
   static constexpr PosCoding kSparse[] = {PosCoding::gaps_token, PosCoding::bitmap, PosCoding::gaps_varint};
   PosCoding best = PosCoding::gaps_token;
   double best_size = -1;
   for (PosCoding coding : kSparse) {
     if (coding == PosCoding::gaps_varint && !options_.exhaustive) continue;
-    build_positions(coding, positions, changed, range.count, &s.candidate);
+    build_positions(coding, positions, changed, count, &s.candidate);
     const double size = measure(s.candidate, options_, &s.codec, &s.trial);
     if (best_size < 0 || size < best_size) {
       best_size = size;
@@ -126,8 +138,8 @@ PosCoding FrameEncoder::choose_positions(const FrameRange& range, const uint32_t
   return best;
 }
 
-ValueChoice FrameEncoder::choose_values(const FrameRange& range, const void* base, const void* target,
-                                        const uint32_t* positions, uint64_t changed, const ValueCosts& costs) {
+ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target, const uint32_t* positions,
+                                        uint64_t changed, const ValueCosts& costs) {
   Scratch& s = *scratch_;
   const ValueChoice choices[] = {{delta_mode(), ValuePacking::tokens},
                                  {ValueMode::xor_mask, ValuePacking::tokens},
@@ -141,8 +153,8 @@ ValueChoice FrameEncoder::choose_values(const FrameRange& range, const void* bas
   double sizes[] = {costs.delta_tokens, costs.xor_tokens, costs.overwrite_planes, costs.xor_planes};
   if (options_.exhaustive) {  // replace the estimates by the sizes actually written
     for (int i = 0; i < 4; ++i) {
-      gather_words(base, target, range.width, choices[i].mode, positions, changed, s.words.data());
-      build_values(choices[i].packing, s.words.data(), changed, range.width, &s.candidate);
+      gather_words(base.data, target.data, base.width, choices[i].mode, positions, changed, s.words.data());
+      build_values(choices[i].packing, s.words.data(), changed, base.width, &s.candidate);
       sizes[i] = measure(s.candidate, options_, &s.codec, &s.trial);
     }
   }
@@ -155,45 +167,42 @@ ValueChoice FrameEncoder::choose_values(const FrameRange& range, const void* bas
 }
 
 // The words of the chosen mode: already computed for deltas and XOR masks, gathered otherwise.
-const uint64_t* FrameEncoder::words_for(ValueMode mode, const void* base, const void* target, unsigned width,
+const uint64_t* FrameEncoder::words_for(ValueMode mode, const Region& base, const Region& target,
                                         const uint32_t* positions, uint64_t changed) {
   Scratch& s = *scratch_;
   if (mode == delta_mode()) return s.delta_words.data();
   if (mode == ValueMode::xor_mask) return s.xor_words.data();
-  gather_words(base, target, width, mode, positions, changed, s.words.data());
+  gather_words(base.data, target.data, base.width, mode, positions, changed, s.words.data());
   return s.words.data();
 }
 
-Status FrameEncoder::encode(const FrameRange& range, const void* base, const void* target,
-                            const uint32_t* positions, uint64_t changed, const Hashes& hashes,
-                            const ValueCosts& costs, const Versions& versions, std::vector<uint8_t>* frame,
-                            EncodeStats* stats) {
+Status FrameEncoder::encode(const Region& base, const Region& target, const uint32_t* positions, uint64_t changed,
+                            const Hashes& hashes, const ValueCosts& costs, Versions versions,
+                            std::vector<uint8_t>* frame, EncodeStats* stats) {
   Scratch& s = *scratch_;
-  const unsigned width = range.width;
+  const unsigned width = base.width;
+  const uint64_t count = base.box.elements();
   FrameHeader header;
-  header.tensor_id = range.tensor_id;
+  header.box = base.box;
   header.elem_width = static_cast<uint8_t>(width);
-  header.first = range.first;
-  header.count = range.count;
   header.changed = changed;
   header.base_version = versions.base;
   header.target_version = versions.target;
   header.base_hash = hashes.base;
   header.target_hash = hashes.target;
-  header.pos_coding = choose_positions(range, positions, changed);
-  DCR_REQUIRE(header.pos_coding != PosCoding::all || changed == range.count, Code::invalid_argument,
+  header.pos_coding = choose_positions(count, positions, changed);
+  DCR_REQUIRE(header.pos_coding != PosCoding::all || changed == count, Code::invalid_argument,
               "position coding 'all' needs every element changed");
   if (s.words.size() < changed) s.words.resize(changed);
-  const ValueChoice values = choose_values(range, base, target, positions, changed, costs);
+  const ValueChoice values = choose_values(base, target, positions, changed, costs);
   header.value_mode = values.mode;
   header.value_packing = values.packing;
 
   std::vector<uint8_t>& out = *frame;
   out.assign(kFrameHeaderBytes, 0);
-  build_positions(header.pos_coding, positions, changed, range.count, &s.best);
+  build_positions(header.pos_coding, positions, changed, count, &s.best);
   const size_t position_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
-  build_values(values.packing, words_for(values.mode, base, target, width, positions, changed), changed, width,
-               &s.best);
+  build_values(values.packing, words_for(values.mode, base, target, positions, changed), changed, width, &s.best);
   const size_t value_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
   finish_frame(&header, &out);
   if (stats != nullptr) {
@@ -203,36 +212,36 @@ Status FrameEncoder::encode(const FrameRange& range, const void* base, const voi
   return Status::ok();
 }
 
-Status FrameEncoder::encode_full(const FrameRange& range, const void* target, uint64_t target_version,
-                                 std::vector<uint8_t>* frame, EncodeStats* stats) {
-  DCR_TRY(check_range(range));
+Status FrameEncoder::encode_full(const Region& target_in, uint64_t target_version, std::vector<uint8_t>* frame,
+                                 EncodeStats* stats) {
+  DCR_TRY(check_region(target_in));
   Scratch& s = *scratch_;
-  const unsigned width = range.width;
-  if (s.words.size() < range.count) s.words.resize(range.count);
-  for (uint64_t i = 0; i < range.count; ++i) s.words[i] = load_word(target, i, width);
+  const unsigned width = target_in.width;
+  const uint64_t count = target_in.box.elements();
+  const uint8_t* target = dense_bytes(target_in, &s.target_copy);
+  if (s.words.size() < count) s.words.resize(count);
+  for (uint64_t i = 0; i < count; ++i) s.words[i] = load_word(target, i, width);
 
   FrameHeader header;
-  header.tensor_id = range.tensor_id;
+  header.box = target_in.box;
   header.elem_width = static_cast<uint8_t>(width);
   header.pos_coding = PosCoding::all;
   header.value_mode = ValueMode::overwrite;
   header.value_packing = ValuePacking::planes;
   header.flags = kFrameFlagFull;
-  header.first = range.first;
-  header.count = range.count;
-  header.changed = range.count;
+  header.changed = count;
   header.base_version = target_version;
   header.target_version = target_version;
-  header.target_hash = hash64(target, range.count * width);
+  header.target_hash = hash64(target, count * width);
 
   std::vector<uint8_t>& out = *frame;
   out.assign(kFrameHeaderBytes, 0);
-  build_values(ValuePacking::planes, s.words.data(), range.count, width, &s.best);
+  build_values(ValuePacking::planes, s.words.data(), count, width, &s.best);
   const size_t value_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
   finish_frame(&header, &out);
   if (stats != nullptr) {
-    *stats = EncodeStats{range.count, out.size(), 0, value_bytes, header.pos_coding,
-                         header.value_mode, header.value_packing};
+    *stats = EncodeStats{count, out.size(), 0, value_bytes, header.pos_coding, header.value_mode,
+                         header.value_packing};
   }
   return Status::ok();
 }

@@ -30,32 +30,31 @@ const char* value_packing_name(ValuePacking packing) {
 }
 
 std::string FrameHeader::describe() const {
-  return "tensor " + std::to_string(tensor_id) + " [" + std::to_string(first) + ", +" +
-         std::to_string(count) + ") v" + std::to_string(base_version) + "->v" +
-         std::to_string(target_version) + (is_full() ? " (full)" : "");
+  return box.describe() + " v" + std::to_string(base_version) + "->v" + std::to_string(target_version) +
+         (is_full() ? " (full)" : "");
 }
 
 // Byte layout (little-endian):
 //   0 magic u32 | 4 format version u16 | 6 header bytes u16 | 8 tensor id u32 | 12 element width u8
 //  13 position coding u8 | 14 value mode u8 | 15 value packing u8 | 16 flags u8 | 17..23 zero
-//  24 first u64 | 32 count u64 | 40 changed u64 | 48 base version u64 | 56 target version u64
-//  64 base hash u64 | 72 target hash u64 | 80 payload bytes u64 | 88 payload hash u64
-//  96 header hash u64 (hash64 of bytes 0..95)
+//  24 row0 u64 | 32 rows u64 | 40 col0 u64 | 48 cols u64 | 56 changed u64 | 64 base version u64
+//  72 target version u64 | 80 base hash u64 | 88 target hash u64 | 96 payload bytes u64
+// 104 payload hash u64 | 112 header hash u64 (hash64 of bytes 0..111)
 void write_frame_header(const FrameHeader& h, uint8_t* out) {
   std::vector<uint8_t> b;
   b.reserve(kFrameHeaderBytes);
   put_le(&b, kFrameMagic, 4);
   put_le(&b, kFrameFormatVersion, 2);
   put_le(&b, kFrameHeaderBytes, 2);
-  put_le(&b, h.tensor_id, 4);
+  put_le(&b, h.box.tensor, 4);
   put_le(&b, h.elem_width, 1);
   put_le(&b, static_cast<uint8_t>(h.pos_coding), 1);
   put_le(&b, static_cast<uint8_t>(h.value_mode), 1);
   put_le(&b, static_cast<uint8_t>(h.value_packing), 1);
   put_le(&b, h.flags, 1);
   put_le(&b, 0, 7);
-  for (uint64_t v : {h.first, h.count, h.changed, h.base_version, h.target_version, h.base_hash,
-                     h.target_hash, h.payload_bytes, h.payload_hash}) {
+  for (uint64_t v : {h.box.row0, h.box.rows, h.box.col0, h.box.cols, h.changed, h.base_version,
+                     h.target_version, h.base_hash, h.target_hash, h.payload_bytes, h.payload_hash}) {
     put_le(&b, v, 8);
   }
   put_le(&b, hash64(b.data(), b.size()), 8);
@@ -71,8 +70,8 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
               "frame format version " + std::to_string(version) + " is not supported (this build reads " +
                   std::to_string(kFrameFormatVersion) + ")");
   DCR_REQUIRE(get_le(p + 6, 2) == kFrameHeaderBytes, Code::corrupt, "frame header has the wrong size");
-  DCR_REQUIRE(get_le(p + 96, 8) == hash64(p, 96), Code::corrupt, "frame header checksum mismatch");
-  h->tensor_id = static_cast<uint32_t>(get_le(p + 8, 4));
+  DCR_REQUIRE(get_le(p + 112, 8) == hash64(p, 112), Code::corrupt, "frame header checksum mismatch");
+  h->box.tensor = static_cast<uint32_t>(get_le(p + 8, 4));
   h->elem_width = p[12];
   DCR_REQUIRE(h->elem_width == 1 || h->elem_width == 2 || h->elem_width == 4 || h->elem_width == 8,
               Code::corrupt, "frame element width " + std::to_string(h->elem_width) + " is not 1, 2, 4 or 8");
@@ -85,13 +84,16 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
   h->value_mode = static_cast<ValueMode>(p[14]);
   h->value_packing = static_cast<ValuePacking>(p[15]);
   h->flags = p[16];
-  uint64_t* fields[] = {&h->first, &h->count, &h->changed, &h->base_version, &h->target_version,
-                        &h->base_hash, &h->target_hash, &h->payload_bytes, &h->payload_hash};
-  for (int i = 0; i < 9; ++i) *fields[i] = get_le(p + 24 + 8 * i, 8);
-  DCR_REQUIRE(h->count <= kMaxFrameElements, Code::corrupt, "frame range longer than 2^32-1 elements");
-  DCR_REQUIRE(h->first <= UINT64_MAX - h->count, Code::corrupt, "frame range overflows");
-  DCR_REQUIRE(h->changed <= h->count, Code::corrupt, "frame claims more changes than elements");
-  DCR_REQUIRE(h->pos_coding != PosCoding::all || h->changed == h->count, Code::corrupt,
+  uint64_t* fields[] = {&h->box.row0, &h->box.rows, &h->box.col0, &h->box.cols, &h->changed,
+                        &h->base_version, &h->target_version, &h->base_hash, &h->target_hash,
+                        &h->payload_bytes, &h->payload_hash};
+  for (int i = 0; i < 11; ++i) *fields[i] = get_le(p + 24 + 8 * i, 8);
+  const Box& b = h->box;
+  DCR_REQUIRE(b.rows <= kMaxFrameElements && b.cols <= kMaxFrameElements && b.rows * b.cols <= kMaxFrameElements,
+              Code::corrupt, "frame box holds more than 2^32-1 elements");
+  DCR_REQUIRE(b.row0 <= UINT64_MAX - b.rows && b.col0 <= UINT64_MAX - b.cols, Code::corrupt, "frame box overflows");
+  DCR_REQUIRE(h->changed <= h->count(), Code::corrupt, "frame claims more changes than elements");
+  DCR_REQUIRE(h->pos_coding != PosCoding::all || h->changed == h->count(), Code::corrupt,
               "frame codes positions as 'all' but not every element changed");
   return Status::ok();
 }

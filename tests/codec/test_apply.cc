@@ -21,9 +21,9 @@ struct Fixture {
     EncodeOptions options;
     options.value_mode = mode;
     FrameEncoder encoder(options);
-    EXPECT_TRUE(encoder.encode_delta({2, 0, kCount, kWidth}, base.data(), target.data(), 5, 6, &frame).is_ok());
+    EXPECT_TRUE(encoder.encode_delta(view(&base), view(&target), {5, 6}, &frame).is_ok());
   }
-  TensorView view(std::vector<uint8_t>* dst) { return TensorView{2, dst->data(), 0, kCount, kWidth}; }
+  static Region view(std::vector<uint8_t>* bits) { return test::flat(2, bits->data(), kCount, kWidth); }
 };
 
 TEST(Apply, SecondApplyIsANoOpSoAnXorIsNeverAppliedTwice) {
@@ -69,19 +69,22 @@ TEST(Apply, RefusesWrongTensorWidthOrOutOfRangeDestinations) {
   std::vector<uint8_t> dst = f.base;
   FrameDecoder decoder;
   ApplyOutcome outcome;
-  TensorView wrong_tensor = f.view(&dst);
-  wrong_tensor.tensor_id = 3;
+  Region wrong_tensor = f.view(&dst);
+  wrong_tensor.box.tensor = 3;
   EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), wrong_tensor, 5, &outcome).code(), Code::invalid_argument);
-  TensorView wrong_width = f.view(&dst);
+  Region wrong_width = f.view(&dst);
   wrong_width.width = 4;
-  wrong_width.elements = kCount / 2;
+  wrong_width.box.cols = kCount / 2;
   EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), wrong_width, 5, &outcome).code(), Code::invalid_argument);
-  TensorView too_short = f.view(&dst);
-  too_short.elements = kCount - 1;
+  Region too_short = f.view(&dst);
+  too_short.box.cols = kCount - 1;
   EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), too_short, 5, &outcome).code(), Code::invalid_argument);
-  TensorView shifted = f.view(&dst);
-  shifted.first = 1;
+  Region shifted = f.view(&dst);
+  shifted.box.col0 = 1;
   EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), shifted, 5, &outcome).code(), Code::invalid_argument);
+  Region other_row = f.view(&dst);
+  other_row.box.row0 = 1;
+  EXPECT_EQ(decoder.apply(f.frame.data(), f.frame.size(), other_row, 5, &outcome).code(), Code::invalid_argument);
   EXPECT_EQ(dst, f.base);
 }
 
@@ -111,7 +114,8 @@ TEST(Apply, AFrameWhosePayloadMissesItsTargetIsUndoneAndReported) {
   const std::vector<uint8_t> other = test::perturb(f.base, kWidth, 0.05, 99);
   std::vector<uint8_t> lying;
   FrameEncoder encoder;
-  ASSERT_TRUE(encoder.encode_delta({2, 0, kCount, kWidth}, f.base.data(), other.data(), 5, 6, &lying).is_ok());
+  std::vector<uint8_t> other_bits = other;
+  ASSERT_TRUE(encoder.encode_delta(Fixture::view(&f.base), Fixture::view(&other_bits), {5, 6}, &lying).is_ok());
   FrameHeader header;
   ASSERT_TRUE(parse_frame_header(lying.data(), lying.size(), &header).is_ok());
   FrameHeader honest;

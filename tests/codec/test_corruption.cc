@@ -41,9 +41,10 @@ std::vector<Sample> samples() {
     Sample sample{s.name, s.width, test::random_bytes(s.count * s.width, s.count), {}, {}};
     sample.target = test::perturb(sample.base, s.width, s.fraction, s.count + 1);
     FrameEncoder encoder(s.options);
-    const FrameRange range{4, 0, s.count, s.width};
-    const Status st = s.full ? encoder.encode_full(range, sample.target.data(), 2, &sample.frame)
-                             : encoder.encode_delta(range, sample.base.data(), sample.target.data(), 1, 2, &sample.frame);
+    const Region base = test::flat(4, sample.base.data(), s.count, s.width);
+    const Region target = test::flat(4, sample.target.data(), s.count, s.width);
+    const Status st = s.full ? encoder.encode_full(target, 2, &sample.frame)
+                             : encoder.encode_delta(base, target, {1, 2}, &sample.frame);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     out.push_back(std::move(sample));
   }
@@ -56,7 +57,7 @@ void expect_safe_apply(const Sample& s, const std::vector<uint8_t>& frame, bool 
   std::vector<uint8_t> dst = s.base;
   FrameDecoder decoder;
   ApplyOutcome outcome;
-  const Status st = decoder.apply(frame.data(), frame.size(), {4, dst.data(), 0, s.base.size() / s.width, s.width},
+  const Status st = decoder.apply(frame.data(), frame.size(), test::flat(4, dst.data(), s.base.size() / s.width, s.width),
                                   1, &outcome);
   if (st.is_ok()) {
     EXPECT_FALSE(must_fail) << s.name << ": " << what << " was accepted";

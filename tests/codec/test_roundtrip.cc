@@ -26,8 +26,8 @@ void expect_exact(const Case& c, const EncodeOptions& options, const std::string
   FrameEncoder encoder(options);
   std::vector<uint8_t> frame;
   EncodeStats stats;
-  const FrameRange range{7, 0, count, c.width};
-  ASSERT_TRUE(encoder.encode_delta(range, c.base.data(), c.target.data(), 3, 4, &frame, &stats).is_ok()) << label;
+  ASSERT_TRUE(encoder.encode_delta(test::flat(7, c.base.data(), count, c.width), test::flat(7, c.target.data(), count, c.width),
+                                   {3, 4}, &frame, &stats).is_ok()) << label;
   if (options.pos_coding) {
     EXPECT_EQ(stats.pos_coding, *options.pos_coding) << label;
   }
@@ -42,8 +42,7 @@ void expect_exact(const Case& c, const EncodeOptions& options, const std::string
 
   std::vector<uint8_t> dst = c.base;
   ApplyOutcome outcome;
-  const TensorView view{7, dst.data(), 0, count, c.width};
-  const Status s = decoder.apply(frame.data(), frame.size(), view, 3, &outcome);
+  const Status s = decoder.apply(frame.data(), frame.size(), test::flat(7, dst.data(), count, c.width), 3, &outcome);
   ASSERT_TRUE(s.is_ok()) << label << ": " << s.to_string();
   EXPECT_EQ(outcome, count == 0 || c.base == c.target ? ApplyOutcome::already_applied : ApplyOutcome::applied);
   EXPECT_EQ(hash64(dst.data(), dst.size()), hash64(c.target.data(), c.target.size())) << label;
@@ -136,10 +135,11 @@ TEST(RoundTripSpecial, RangeBoundariesAndNonZeroFirstElement) {
   target[999 * width + 1] ^= 0x80;
   FrameEncoder encoder;
   std::vector<uint8_t> frame;
-  ASSERT_TRUE(encoder.encode_delta({9, 600, 400, width}, &tensor[600 * width], &target[600 * width], 1, 2, &frame).is_ok());
+  ASSERT_TRUE(encoder.encode_delta(test::flat(9, &tensor[600 * width], 400, width, 600),
+                                   test::flat(9, &target[600 * width], 400, width, 600), {1, 2}, &frame).is_ok());
   FrameDecoder decoder;
   ApplyOutcome outcome;
-  ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), {9, tensor.data(), 0, 1000, width}, 1, &outcome).is_ok());
+  ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), test::flat(9, tensor.data(), 1000, width), 1, &outcome).is_ok());
   EXPECT_EQ(tensor, target);
 }
 
@@ -148,11 +148,11 @@ TEST(RoundTripSpecial, FullFramesApplyOverAnyDestination) {
   const std::vector<uint8_t> target = test::random_bytes(5000 * width, 6);
   FrameEncoder encoder;
   std::vector<uint8_t> frame;
-  ASSERT_TRUE(encoder.encode_full({1, 0, 5000, width}, target.data(), 8, &frame).is_ok());
+  ASSERT_TRUE(encoder.encode_full(test::flat(1, target.data(), 5000, width), 8, &frame).is_ok());
   std::vector<uint8_t> garbage = test::random_bytes(5000 * width, 7);
   FrameDecoder decoder;
   ApplyOutcome outcome;
-  ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), {1, garbage.data(), 0, 5000, width}, 2, &outcome).is_ok());
+  ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), test::flat(1, garbage.data(), 5000, width), 2, &outcome).is_ok());
   EXPECT_EQ(garbage, target);
   EXPECT_EQ(outcome, ApplyOutcome::applied);
 }
@@ -165,7 +165,8 @@ TEST(RoundTripSpecial, SizeChoicePrefersOrderedDeltasForSmallFloatSteps) {
   FrameEncoder encoder;
   std::vector<uint8_t> frame;
   EncodeStats stats;
-  ASSERT_TRUE(encoder.encode_delta({0, 0, 200000, 2}, c.base.data(), c.target.data(), 0, 1, &frame, &stats).is_ok());
+  ASSERT_TRUE(encoder.encode_delta(test::flat(0, c.base.data(), 200000, 2), test::flat(0, c.target.data(), 200000, 2),
+                                   {0, 1}, &frame, &stats).is_ok());
   EXPECT_EQ(stats.pos_coding, PosCoding::gaps_token);
   EXPECT_EQ(stats.value_mode, ValueMode::delta_sm);
   expect_exact(c, EncodeOptions{}, "chosen");
@@ -190,12 +191,62 @@ TEST(RoundTripSpecial, OneEncoderAndDecoderServeFramesOfEveryShapeInTurn) {
     const std::vector<uint8_t> base = test::random_bytes(shape.count * shape.width, shape.count);
     const std::vector<uint8_t> target = test::perturb(base, shape.width, shape.fraction, 3);
     std::vector<uint8_t> frame, dst = base;
-    ASSERT_TRUE(encoder.encode_delta({0, 0, shape.count, shape.width}, base.data(), target.data(), 0, 1, &frame).is_ok());
+    ASSERT_TRUE(encoder.encode_delta(test::flat(0, base.data(), shape.count, shape.width),
+                                     test::flat(0, target.data(), shape.count, shape.width), {0, 1}, &frame).is_ok());
     ApplyOutcome outcome;
-    const Status s = decoder.apply(frame.data(), frame.size(), {0, dst.data(), 0, shape.count, shape.width}, 0, &outcome);
+    const Status s = decoder.apply(frame.data(), frame.size(), test::flat(0, dst.data(), shape.count, shape.width), 0,
+                                   &outcome);
     ASSERT_TRUE(s.is_ok()) << shape.count << ": " << s.to_string();
     EXPECT_EQ(dst, target);
   }
+}
+
+}  // namespace
+}  // namespace dcr
+
+namespace dcr {
+namespace {
+
+TEST(RoundTripSpecial, BoxesReadFromAndAppliedIntoStridedBuffersAreExact) {
+  // Canonical tensor 5 is [64, 100] bf16. The frame covers rows [3, 40) x cols [10, 60): a column
+  // slice, as a row-parallel serving shard holds it. The trainer reads it from its canonical copy
+  // (pitch 100); the receiver keeps the same box inside a fused buffer with pitch 77.
+  const unsigned w = 2;
+  const Box tensor{5, 0, 64, 0, 100}, frame_box{5, 3, 37, 10, 50};
+  const std::vector<uint8_t> base = test::random_bytes(64 * 100 * w, 21);
+  const std::vector<uint8_t> target = test::perturb(base, w, 0.05, 22);
+  Region base_box, target_box;
+  ASSERT_TRUE(sub_region(dense_region(tensor, w, base.data()), frame_box, &base_box).is_ok());
+  ASSERT_TRUE(sub_region(dense_region(tensor, w, target.data()), frame_box, &target_box).is_ok());
+  FrameEncoder encoder;
+  std::vector<uint8_t> frame;
+  ASSERT_TRUE(encoder.encode_delta(base_box, target_box, {1, 2}, &frame).is_ok());
+
+  // The receiver's buffer: 40 rows of pitch 77, the box's rows start at buffer row 2, column 20.
+  const uint64_t pitch = 77;
+  std::vector<uint8_t> buffer = test::random_bytes(40 * pitch * w, 23);
+  for (uint64_t r = 0; r < frame_box.rows; ++r) {
+    std::memcpy(&buffer[((r + 2) * pitch + 20) * w], &base[((r + 3) * 100 + 10) * w], frame_box.cols * w);
+  }
+  const std::vector<uint8_t> untouched = buffer;
+  const Region dst{frame_box, w, &buffer[(2 * pitch + 20) * w], pitch};
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  const Status s = decoder.apply(frame.data(), frame.size(), dst, 1, &outcome);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(outcome, ApplyOutcome::applied);
+  for (uint64_t i = 0; i < 40 * pitch; ++i) {
+    const uint64_t r = i / pitch, c = i % pitch;
+    const bool inside = r >= 2 && r < 2 + frame_box.rows && c >= 20 && c < 20 + frame_box.cols;
+    const uint8_t* expect = inside ? &target[((r - 2 + 3) * 100 + (c - 20 + 10)) * w] : &untouched[i * w];
+    ASSERT_EQ(std::memcmp(&buffer[i * w], expect, w), 0) << "row " << r << " col " << c;
+  }
+  ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), dst, 1, &outcome).is_ok());
+  EXPECT_EQ(outcome, ApplyOutcome::already_applied);
+  // A destination that holds only part of the box is refused.
+  Region partial = dst;
+  partial.box.cols -= 1;
+  EXPECT_EQ(decoder.apply(frame.data(), frame.size(), partial, 1, &outcome).code(), Code::invalid_argument);
 }
 
 }  // namespace

@@ -16,11 +16,10 @@ void try_frame(dcr::FrameDecoder& decoder, const uint8_t* data, size_t size) {
   dcr::DecodedFrame decoded;
   decoder.decode(data, size, kMaxElements, &decoded);
   dcr::FrameHeader header;
-  if (!dcr::parse_frame_header(data, size, &header).is_ok() || header.count > kMaxElements) return;
-  std::vector<uint8_t> dst(header.count * header.elem_width, 0x5a);
+  if (!dcr::parse_frame_header(data, size, &header).is_ok() || header.count() > kMaxElements) return;
+  std::vector<uint8_t> dst(header.count() * header.elem_width, 0x5a);
   dcr::ApplyOutcome outcome;
-  decoder.apply(data, size, {header.tensor_id, dst.data(), header.first, header.count, header.elem_width},
-                dcr::kAnyVersion, &outcome);
+  decoder.apply(data, size, dcr::dense_region(header.box, header.elem_width, dst.data()), dcr::kAnyVersion, &outcome);
 }
 
 }  // namespace
@@ -33,10 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Recompute both checksums so the fuzzer explores past them.
   const uint64_t payload = size - dcr::kFrameHeaderBytes;
   const uint64_t payload_hash = dcr::hash64(fixed.data() + dcr::kFrameHeaderBytes, payload);
-  for (int i = 0; i < 8; ++i) fixed[80 + i] = static_cast<uint8_t>(payload >> (8 * i));
-  for (int i = 0; i < 8; ++i) fixed[88 + i] = static_cast<uint8_t>(payload_hash >> (8 * i));
-  const uint64_t header_hash = dcr::hash64(fixed.data(), 96);
-  for (int i = 0; i < 8; ++i) fixed[96 + i] = static_cast<uint8_t>(header_hash >> (8 * i));
+  for (int i = 0; i < 8; ++i) fixed[96 + i] = static_cast<uint8_t>(payload >> (8 * i));
+  for (int i = 0; i < 8; ++i) fixed[104 + i] = static_cast<uint8_t>(payload_hash >> (8 * i));
+  const uint64_t header_hash = dcr::hash64(fixed.data(), 112);
+  for (int i = 0; i < 8; ++i) fixed[112 + i] = static_cast<uint8_t>(header_hash >> (8 * i));
   try_frame(decoder, fixed.data(), fixed.size());
   return 0;
 }

@@ -24,7 +24,8 @@ inline std::vector<std::vector<uint8_t>> seed_frames() {
           options.value_mode = mode;
           FrameEncoder encoder(options);
           std::vector<uint8_t> frame;
-          if (encoder.encode_delta({1, 0, count, width}, base.data(), target.data(), 0, 1, &frame).is_ok()) {
+          if (encoder.encode_delta(flat(1, base.data(), count, width), flat(1, target.data(), count, width), {0, 1},
+                                   &frame).is_ok()) {
             frames.push_back(frame);
           }
         }
@@ -32,7 +33,7 @@ inline std::vector<std::vector<uint8_t>> seed_frames() {
     }
     FrameEncoder encoder;
     std::vector<uint8_t> frame;
-    if (encoder.encode_full({2, 0, count, width}, base.data(), 1, &frame).is_ok()) frames.push_back(frame);
+    if (encoder.encode_full(flat(2, base.data(), count, width), 1, &frame).is_ok()) frames.push_back(frame);
   }
   return frames;
 }

@@ -44,3 +44,14 @@ inline std::vector<uint8_t> perturb(const std::vector<uint8_t>& base, unsigned w
 }
 
 }  // namespace dcr::test
+
+#include "dcr/codec/region.h"
+
+namespace dcr::test {
+
+// `count` elements of one tensor row starting at column `col0`, stored densely at `data`.
+inline Region flat(uint32_t tensor, const void* data, uint64_t count, unsigned width, uint64_t col0 = 0) {
+  return dense_region(Box{tensor, 0, 1, col0, count}, width, data);
+}
+
+}  // namespace dcr::test

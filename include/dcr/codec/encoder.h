@@ -1,4 +1,4 @@
-// Encodes the change of one canonical range into a frame. Position coding, value mode and value
+// Encodes the change of one canonical box into a frame. Position coding, value mode and value
 // packing are chosen per frame by the bytes they give after the entropy stage, unless forced.
 #pragma once
 
@@ -7,17 +7,10 @@
 #include <vector>
 
 #include "dcr/codec/frame.h"
-#include "dcr/codec/stream.h"
+#include "dcr/codec/region.h"
 #include "dcr/core/status.h"
 
 namespace dcr {
-
-struct FrameRange {
-  uint32_t tensor_id = 0;
-  uint64_t first = 0;
-  uint64_t count = 0;
-  unsigned width = 2;
-};
 
 struct EncodeOptions {
   bool sign_magnitude = true;  // ordered deltas in float order (true) or integer order (false)
@@ -45,6 +38,10 @@ struct ValueChoice {
   ValuePacking packing;
 };
 
+struct Versions {
+  uint64_t base = 0, target = 0;
+};
+
 class FrameEncoder {
  public:
   explicit FrameEncoder(EncodeOptions options = {});
@@ -55,37 +52,32 @@ class FrameEncoder {
   const EncodeOptions& options() const { return options_; }
   void set_options(const EncodeOptions& options) { options_ = options; }
 
-  // `base` and `target` point at the range's first element. The frame replaces *frame.
-  Status encode_delta(const FrameRange& range, const void* base, const void* target,
-                      uint64_t base_version, uint64_t target_version, std::vector<uint8_t>* frame,
-                      EncodeStats* stats = nullptr);
+  // `base` and `target` hold the same box (the frame's). The frame replaces *frame.
+  Status encode_delta(const Region& base, const Region& target, Versions versions,
+                      std::vector<uint8_t>* frame, EncodeStats* stats = nullptr);
 
   // Same, with the changed positions already known (from the CUDA diff kernel, say): positions
-  // must be exactly the ascending indices where base and target differ.
-  Status encode_delta_at(const FrameRange& range, const void* base, const void* target,
-                         const uint32_t* positions, uint64_t changed, uint64_t base_version,
-                         uint64_t target_version, std::vector<uint8_t>* frame,
+  // must be exactly the ascending box offsets where base and target differ.
+  Status encode_delta_at(const Region& base, const Region& target, const uint32_t* positions,
+                         uint64_t changed, Versions versions, std::vector<uint8_t>* frame,
                          EncodeStats* stats = nullptr);
 
   // A full frame: every value, applied over whatever the destination holds (first sync, repair).
-  Status encode_full(const FrameRange& range, const void* target, uint64_t target_version,
-                     std::vector<uint8_t>* frame, EncodeStats* stats = nullptr);
+  Status encode_full(const Region& target, uint64_t target_version, std::vector<uint8_t>* frame,
+                     EncodeStats* stats = nullptr);
 
  private:
   struct Hashes {
     uint64_t base, target;
   };
-  struct Versions {
-    uint64_t base, target;
-  };
-  PosCoding choose_positions(const FrameRange& range, const uint32_t* positions, uint64_t changed);
   ValueMode delta_mode() const;
-  ValueChoice choose_values(const FrameRange& range, const void* base, const void* target,
-                            const uint32_t* positions, uint64_t changed, const ValueCosts& costs);
-  const uint64_t* words_for(ValueMode mode, const void* base, const void* target, unsigned width,
+  PosCoding choose_positions(uint64_t count, const uint32_t* positions, uint64_t changed);
+  ValueChoice choose_values(const Region& base, const Region& target, const uint32_t* positions,
+                            uint64_t changed, const ValueCosts& costs);
+  const uint64_t* words_for(ValueMode mode, const Region& base, const Region& target,
                             const uint32_t* positions, uint64_t changed);
-  Status encode(const FrameRange& range, const void* base, const void* target, const uint32_t* positions,
-                uint64_t changed, const Hashes& hashes, const ValueCosts& costs, const Versions& versions,
+  Status encode(const Region& base, const Region& target, const uint32_t* positions, uint64_t changed,
+                const Hashes& hashes, const ValueCosts& costs, Versions versions,
                 std::vector<uint8_t>* frame, EncodeStats* stats);
 
   struct Scratch;

@@ -8,14 +8,15 @@
 #include <vector>
 
 #include "dcr/codec/value_mode.h"
+#include "dcr/core/box.h"
 #include "dcr/core/status.h"
 
 namespace dcr {
 
 constexpr uint32_t kFrameMagic = 0x46524344;  // "DCRF" in little-endian byte order
 constexpr uint16_t kFrameFormatVersion = 1;
-constexpr size_t kFrameHeaderBytes = 104;
-constexpr uint64_t kMaxFrameElements = 0xffffffffull;  // positions are 32-bit offsets in the range
+constexpr size_t kFrameHeaderBytes = 120;
+constexpr uint64_t kMaxFrameElements = 0xffffffffull;  // positions are 32-bit offsets in the box
 
 enum class PosCoding : uint8_t {
   all = 0,          // every element changed: no positions
@@ -34,24 +35,23 @@ constexpr int kValuePackingCount = 2;
 constexpr uint8_t kFrameFlagFull = 1;  // applies over any destination bits (first sync, repair)
 
 struct FrameHeader {
-  uint32_t tensor_id = 0;
+  Box box;  // the canonical elements: positions are offsets in its row-major order
   uint8_t elem_width = 0;
   PosCoding pos_coding = PosCoding::all;
   ValueMode value_mode = ValueMode::overwrite;
   ValuePacking value_packing = ValuePacking::planes;
   uint8_t flags = 0;
-  uint64_t first = 0;    // first element of the canonical range
-  uint64_t count = 0;    // elements in the range
   uint64_t changed = 0;  // elements whose bits differ between base and target
   uint64_t base_version = 0;
   uint64_t target_version = 0;
-  uint64_t base_hash = 0;    // hash64 of the range's base bits
-  uint64_t target_hash = 0;  // hash64 of the range's target bits
+  uint64_t base_hash = 0;    // hash64 of the box's base bits, row-major
+  uint64_t target_hash = 0;  // hash64 of the box's target bits
   uint64_t payload_bytes = 0;
   uint64_t payload_hash = 0;
 
+  uint64_t count() const { return box.elements(); }
   bool is_full() const { return (flags & kFrameFlagFull) != 0; }
-  std::string describe() const;  // "tensor 3 [4096, +1024) v7->v8 ..." for error messages
+  std::string describe() const;  // "tensor 3 rows [0, 8) cols [0, 4096) v7->v8" for error messages
 };
 
 const char* pos_coding_name(PosCoding coding);
