@@ -146,7 +146,7 @@ bool check_data(dcr::cuda::DeviceDelta& delta, const std::string& label, unsigne
   copy(d_base, h_base, bytes, cudaMemcpyHostToDevice);
   copy(d_target, h_target, bytes, cudaMemcpyHostToDevice);
 
-  std::vector<uint32_t> positions(count), got_positions(count);
+  std::vector<uint32_t> positions(count + dcr::kScanSlack), got_positions(count);
   const uint64_t changed = dcr::scan_changes(h_base, h_target, count, w, positions.data());
   std::vector<uint64_t> words(changed), swapped(changed), got_words(changed);
   std::vector<uint8_t> dst(bytes);

@@ -163,7 +163,7 @@ class CaseRunner {
   void analyse(const Bits& base, const Bits& target, CodecBenchRecord* r) {
     EntropyBound bound;
     ReferenceEncodings reference;
-    std::vector<uint32_t> positions(options_.frame_elements);
+    std::vector<uint32_t> positions(options_.frame_elements + kScanSlack);
     r->nemo_style_bytes = r->pulse_style_bytes = 0;
     std::vector<uint8_t> base_copy, target_copy;
     for (const Box& box : slots_) {

@@ -1,8 +1,10 @@
 #include "dcr/codec/decoder.h"
 
+#include <algorithm>
 #include <string>
 
 #include "dcr/codec/scan.h"
+#include "dcr/core/hash.h"
 #include "src/codec/sections.h"
 
 namespace dcr {
@@ -20,8 +22,7 @@ Status FrameDecoder::decode_payload(const uint8_t* frame, DecodedFrame* out) {
   out->positions.resize(h.changed);
   out->words.resize(h.changed);
   ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "frame payload");
-  Status status = read_positions(h.pos_coding, &reader, &codec_, h.changed, h.count(), out->positions.data(),
-                                 &gaps_);
+  Status status = read_positions(h.pos_coding, &reader, &codec_, h.changed, h.count(), out->positions.data());
   if (status.is_ok()) {
     status = read_values(h.value_packing, &reader, &codec_, h.changed, h.elem_width, out->words.data());
   }
@@ -46,22 +47,31 @@ Status check_destination(const FrameHeader& h, const Region& dst, uint64_t expec
   return Status::ok();
 }
 
-// scatter_swap over a region whose rows may not be adjacent in memory.
-void scatter_swap_region(const Region& r, ValueMode mode, const uint32_t* positions, uint64_t changed,
-                         uint64_t* words) {
-  if (r.contiguous()) {
-    scatter_swap(r.data, r.width, mode, positions, changed, words);
-    return;
-  }
-  std::vector<uint32_t> in_row;
+// scatter_swap over a region, one contiguous run of elements at a time (the whole box when its rows
+// are adjacent in memory, else each row; long runs in cache-sized blocks), returning hash64 of the
+// region after the scatter, computed on each block while it is still in cache.
+uint64_t scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t* positions, uint64_t changed,
+                               uint64_t* words, Hasher* hasher, std::vector<uint32_t>* local) {
+  constexpr uint64_t kBlockElements = 1 << 14;
+  const uint64_t run = r.contiguous() ? r.box.elements() : r.box.cols;
+  const uint64_t runs = r.contiguous() ? 1 : r.box.rows;
+  hasher->reset();
   uint64_t j = 0;
-  for (uint64_t row = 0; row < r.box.rows && j < changed; ++row) {
-    const uint64_t row_start = row * r.box.cols, row_end = row_start + r.box.cols;
-    const uint64_t first = j;
-    in_row.clear();
-    for (; j < changed && positions[j] < row_end; ++j) in_row.push_back(static_cast<uint32_t>(positions[j] - row_start));
-    scatter_swap(r.row(row), r.width, mode, in_row.data(), in_row.size(), words + first);
+  for (uint64_t k = 0; k < runs; ++k) {
+    uint8_t* data = r.row(k);
+    const uint64_t run_start = k * run;
+    for (uint64_t begin = 0; begin < run; begin += kBlockElements) {
+      const uint64_t end = std::min(run, begin + kBlockElements);
+      const uint64_t first = j;
+      local->clear();
+      for (; j < changed && positions[j] < run_start + end; ++j) {
+        local->push_back(static_cast<uint32_t>(positions[j] - run_start));
+      }
+      scatter_swap(data, r.width, mode, local->data(), local->size(), words + first);
+      hasher->update(data + begin * r.width, (end - begin) * r.width);
+    }
   }
+  return hasher->digest();
 }
 
 }  // namespace
@@ -84,9 +94,9 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
               "(repair the box with a full frame)");
   DCR_TRY(decode_payload(frame, &d));
 
-  scatter_swap_region(box, h.value_mode, d.positions.data(), h.changed, d.words.data());
-  if (region_hash(box) != h.target_hash) {
-    scatter_swap_region(box, ValueMode::overwrite, d.positions.data(), h.changed, d.words.data());
+  if (scatter_swap_and_hash(box, h.value_mode, d.positions.data(), h.changed, d.words.data(), &hasher_, &local_) !=
+      h.target_hash) {
+    scatter_swap_and_hash(box, ValueMode::overwrite, d.positions.data(), h.changed, d.words.data(), &hasher_, &local_);
     return Status(Code::target_mismatch,
                   "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
   }

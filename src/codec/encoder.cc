@@ -6,7 +6,7 @@
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
 #include "src/codec/sections.h"
-#include "src/codec/value_costs.h"
+#include "src/codec/change_collector.h"
 
 namespace dcr {
 
@@ -16,8 +16,7 @@ struct FrameEncoder::Scratch {
   Hasher target_hash;
   std::vector<uint32_t> positions;
   std::vector<uint64_t> words;
-  std::vector<uint64_t> delta_words;  // ordered-delta and XOR words of the changed elements
-  std::vector<uint64_t> xor_words;
+  ChangeCollector collector;
   std::vector<uint8_t> base_copy;  // dense copies of strided boxes
   std::vector<uint8_t> target_copy;
   Section candidate;
@@ -80,24 +79,22 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
   const uint64_t count = base_in.box.elements();
   const Region base = dense_region(base_in.box, width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, width, dense_bytes(target_in, &s.target_copy));
-  s.positions.resize(std::max<size_t>(s.positions.size(), count));
-  s.delta_words.resize(std::max<size_t>(s.delta_words.size(), count));
-  s.xor_words.resize(std::max<size_t>(s.xor_words.size(), count));
+  s.positions.resize(std::max<size_t>(s.positions.size(), count + kScanSlack));
   s.base_hash.reset();
   s.target_hash.reset();
-  ValueCostCounter counter(width, delta_mode());
+  s.collector.start(width, delta_mode(), count);
   uint64_t changed = 0;
   for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
     const uint64_t end = std::min(count, begin + kBlockElements);
     const uint64_t found = scan_changes_in(base.data, target.data, begin, end, width, s.positions.data() + changed);
-    counter.add(base.data, target.data, s.positions.data() + changed, found, s.delta_words.data() + changed,
-                s.xor_words.data() + changed);
+    s.collector.add(base.data, target.data, s.positions.data() + changed, found);
     changed += found;
     s.base_hash.update(base.data + begin * width, (end - begin) * width);
     s.target_hash.update(target.data + begin * width, (end - begin) * width);
   }
+  s.collector.finish();
   const Hashes hashes{s.base_hash.digest(), s.target_hash.digest()};
-  return encode(base, target, s.positions.data(), changed, hashes, counter.costs(), versions, frame, stats);
+  return encode(base, target, s.positions.data(), changed, hashes, versions, frame, stats);
 }
 
 Status FrameEncoder::encode_delta_at(const Region& base_in, const Region& target_in, const uint32_t* positions,
@@ -108,12 +105,11 @@ Status FrameEncoder::encode_delta_at(const Region& base_in, const Region& target
   Scratch& s = *scratch_;
   const Region base = dense_region(base_in.box, base_in.width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, target_in.width, dense_bytes(target_in, &s.target_copy));
-  s.delta_words.resize(std::max<size_t>(s.delta_words.size(), changed));
-  s.xor_words.resize(std::max<size_t>(s.xor_words.size(), changed));
-  ValueCostCounter counter(base.width, delta_mode());
-  counter.add(base.data, target.data, positions, changed, s.delta_words.data(), s.xor_words.data());
+  s.collector.start(base.width, delta_mode(), changed);
+  s.collector.add(base.data, target.data, positions, changed);
+  s.collector.finish();
   const Hashes hashes{region_hash(base), region_hash(target)};
-  return encode(base, target, positions, changed, hashes, counter.costs(), versions, frame, stats);
+  return encode(base, target, positions, changed, hashes, versions, frame, stats);
 }
 
 PosCoding FrameEncoder::choose_positions(uint64_t count, const uint32_t* positions, uint64_t changed) {
@@ -139,7 +135,7 @@ PosCoding FrameEncoder::choose_positions(uint64_t count, const uint32_t* positio
 }
 
 ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target, const uint32_t* positions,
-                                        uint64_t changed, const ValueCosts& costs) {
+                                        uint64_t changed) {
   Scratch& s = *scratch_;
   const ValueChoice choices[] = {{delta_mode(), ValuePacking::tokens},
                                  {ValueMode::xor_mask, ValuePacking::tokens},
@@ -150,6 +146,7 @@ ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target
                        *options_.value_mode == ValueMode::overwrite ? ValuePacking::planes : ValuePacking::tokens};
   }
   if (options_.value_mode) return ValueChoice{*options_.value_mode, *options_.value_packing};
+  const ValueCosts costs = s.collector.costs();
   double sizes[] = {costs.delta_tokens, costs.xor_tokens, costs.overwrite_planes, costs.xor_planes};
   if (options_.exhaustive) {  // replace the estimates by the sizes actually written
     for (int i = 0; i < 4; ++i) {
@@ -166,19 +163,28 @@ ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target
   return choices[best];
 }
 
-// The words of the chosen mode: already computed for deltas and XOR masks, gathered otherwise.
-const uint64_t* FrameEncoder::words_for(ValueMode mode, const Region& base, const Region& target,
-                                        const uint32_t* positions, uint64_t changed) {
+// The value section of the chosen mode and packing: ordered-delta tokens come ready from the
+// collector, other choices are built here.
+const Section& FrameEncoder::value_section(ValueChoice choice, const Region& base, const Region& target,
+                                           const uint32_t* positions, uint64_t changed) {
   Scratch& s = *scratch_;
-  if (mode == delta_mode()) return s.delta_words.data();
-  if (mode == ValueMode::xor_mask) return s.xor_words.data();
-  gather_words(base.data, target.data, base.width, mode, positions, changed, s.words.data());
-  return s.words.data();
+  if (choice.mode == delta_mode() && choice.packing == ValuePacking::tokens) return s.collector.delta_tokens();
+  gather_words(base.data, target.data, base.width, choice.mode, positions, changed, s.words.data());
+  build_values(choice.packing, s.words.data(), changed, base.width, &s.best);
+  return s.best;
+}
+
+const Section& FrameEncoder::position_section(PosCoding coding, uint64_t count, const uint32_t* positions,
+                                              uint64_t changed) {
+  Scratch& s = *scratch_;
+  if (coding == PosCoding::gaps_token) return s.collector.gap_tokens();
+  build_positions(coding, positions, changed, count, &s.best);
+  return s.best;
 }
 
 Status FrameEncoder::encode(const Region& base, const Region& target, const uint32_t* positions, uint64_t changed,
-                            const Hashes& hashes, const ValueCosts& costs, Versions versions,
-                            std::vector<uint8_t>* frame, EncodeStats* stats) {
+                            const Hashes& hashes, Versions versions, std::vector<uint8_t>* frame,
+                            EncodeStats* stats) {
   Scratch& s = *scratch_;
   const unsigned width = base.width;
   const uint64_t count = base.box.elements();
@@ -194,16 +200,16 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   DCR_REQUIRE(header.pos_coding != PosCoding::all || changed == count, Code::invalid_argument,
               "position coding 'all' needs every element changed");
   if (s.words.size() < changed) s.words.resize(changed);
-  const ValueChoice values = choose_values(base, target, positions, changed, costs);
+  const ValueChoice values = choose_values(base, target, positions, changed);
   header.value_mode = values.mode;
   header.value_packing = values.packing;
 
   std::vector<uint8_t>& out = *frame;
   out.assign(kFrameHeaderBytes, 0);
-  build_positions(header.pos_coding, positions, changed, count, &s.best);
-  const size_t position_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
-  build_values(values.packing, words_for(values.mode, base, target, positions, changed), changed, width, &s.best);
-  const size_t value_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
+  const size_t position_bytes = position_section(header.pos_coding, count, positions, changed)
+                                    .write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
+  const size_t value_bytes = value_section(values, base, target, positions, changed)
+                                 .write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
   finish_frame(&header, &out);
   if (stats != nullptr) {
     *stats = EncodeStats{changed, out.size(), position_bytes, value_bytes,

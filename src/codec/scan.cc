@@ -69,6 +69,47 @@ __attribute__((target("avx2,bmi,bmi2"))) uint64_t scan_avx2(const uint8_t* base,
   return scan_scalar(base, target, blocks * per_block, end, width, positions, changed);
 }
 
+// AVX-512: one compare gives one mask bit per element; each group of 16 mask bits becomes up to 16
+// positions with a register compress and one full-width store (the output keeps kScanSlack spare
+// entries for it). Branch-free, so the cost does not depend on where changes fall.
+template <unsigned W>
+__attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t change_mask(const uint8_t* b, const uint8_t* t) {
+  const __m512i x = _mm512_loadu_si512(b), y = _mm512_loadu_si512(t);
+  if (W == 1) return _mm512_cmpneq_epi8_mask(x, y);
+  if (W == 2) return _mm512_cmpneq_epi16_mask(x, y);
+  if (W == 4) return _mm512_cmpneq_epi32_mask(x, y);
+  return _mm512_cmpneq_epi64_mask(x, y);
+}
+
+template <unsigned W>
+__attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t scan_avx512(const uint8_t* base,
+                                                                                 const uint8_t* target,
+                                                                                 uint64_t begin, uint64_t end,
+                                                                                 uint32_t* positions) {
+  constexpr uint64_t kPerChunk = 64 / W;
+  constexpr unsigned kLanes = kPerChunk < 16 ? kPerChunk : 16;
+  const uint64_t first_chunk = (begin + kPerChunk - 1) / kPerChunk, chunks = end / kPerChunk;
+  if (first_chunk >= chunks) return scan_scalar(base, target, begin, end, W, positions, 0);
+  uint64_t changed = scan_scalar(base, target, begin, first_chunk * kPerChunk, W, positions, 0);
+  const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (uint64_t c = first_chunk; c < chunks; ++c) {
+    const uint64_t mask = change_mask<W>(base + c * 64, target + c * 64);
+    for (unsigned g = 0; g < kPerChunk / kLanes; ++g) {
+      const uint32_t lanes = static_cast<uint32_t>(mask >> (g * kLanes)) & ((1u << kLanes) - 1);
+      const __m512i index = _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(c * kPerChunk + g * kLanes)));
+      _mm512_storeu_si512(positions + changed, _mm512_maskz_compress_epi32(static_cast<__mmask16>(lanes), index));
+      changed += static_cast<uint64_t>(__builtin_popcount(lanes));
+    }
+  }
+  return scan_scalar(base, target, chunks * kPerChunk, end, W, positions, changed);
+}
+
+bool have_avx512() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl");
+  return ok;
+}
+
 bool have_avx2() {
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
   return ok;
@@ -82,6 +123,14 @@ uint64_t scan_changes_in(const void* base, const void* target, uint64_t begin, u
   const uint8_t* b = static_cast<const uint8_t*>(base);
   const uint8_t* t = static_cast<const uint8_t*>(target);
 #if defined(__x86_64__)
+  if (have_avx512()) {
+    switch (width) {
+      case 1: return scan_avx512<1>(b, t, begin, end, positions);
+      case 2: return scan_avx512<2>(b, t, begin, end, positions);
+      case 4: return scan_avx512<4>(b, t, begin, end, positions);
+      default: return scan_avx512<8>(b, t, begin, end, positions);
+    }
+  }
   if (have_avx2()) return scan_avx2(b, t, begin, end, width, positions);
 #endif
   return scan_scalar(b, t, begin, end, width, positions, 0);

@@ -12,6 +12,7 @@ void Section::reset(size_t count) {
   for (RawStream& s : streams) {
     s.bytes.clear();
     s.try_zstd = false;
+    s.counted = false;
   }
 }
 
@@ -19,8 +20,8 @@ double Section::estimate() const {
   double total = 0;
   Histogram hist;
   for (const RawStream& s : streams) {
-    histogram_of(s.bytes.data(), s.bytes.size(), &hist);
-    total += StreamCodec::estimate(hist, s.bytes.size());
+    if (!s.counted) histogram_of(s.bytes.data(), s.bytes.size(), &hist);
+    total += StreamCodec::estimate(s.counted ? s.hist : hist, s.bytes.size());
   }
   return total;
 }
@@ -32,7 +33,7 @@ size_t Section::write(StreamCodec* codec, int zstd_level, bool zstd_everywhere,
     StreamOptions options;
     options.try_zstd = s.try_zstd || zstd_everywhere;
     options.zstd_level = zstd_level;
-    codec->write(s.bytes.data(), s.bytes.size(), options, out);
+    codec->write(s.bytes.data(), s.bytes.size(), options, out, s.counted ? &s.hist : nullptr);
   }
   return out->size() - before;
 }
@@ -54,30 +55,33 @@ void build_tokens(uint64_t n, ValueAt value_at, Section* section) {
   extras.finish();
 }
 
-// Reads the stream pair written by build_tokens into values[0..n).
-Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, uint64_t* values) {
+// Reads the stream pair written by build_tokens, calling emit(j, value) for each of the n values;
+// emit returns false for a value the caller cannot accept.
+template <typename Emit>
+Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, const char* what, Emit emit) {
   const uint8_t* symbols;
   size_t symbol_count;
   DCR_TRY(codec->read(reader, n, slot, &symbols, &symbol_count));
   DCR_REQUIRE(symbol_count == n, Code::corrupt,
-              "token stream holds " + std::to_string(symbol_count) + " tokens, expected " + std::to_string(n));
-  uint64_t extra_bits = 0;
-  for (uint64_t j = 0; j < n; ++j) extra_bits += token_extra_bits(symbols[j]);
+              std::string(what) + " stream holds " + std::to_string(symbol_count) + " tokens, expected " +
+                  std::to_string(n));
   const uint8_t* extras;
   size_t extra_bytes;
-  DCR_TRY(codec->read(reader, (extra_bits + 7) / 8, slot + 1, &extras, &extra_bytes));
-  DCR_REQUIRE(extra_bytes == (extra_bits + 7) / 8, Code::corrupt, "token extra-bit stream has the wrong length");
+  DCR_TRY(codec->read(reader, 8 * n, slot + 1, &extras, &extra_bytes));
   BitReader bits(extras, extra_bytes);
   for (uint64_t j = 0; j < n; ++j) {
     const uint8_t symbol = symbols[j];
-    if (symbol < kDirectTokens) {
-      values[j] = symbol;
-      continue;
+    uint64_t value = symbol;
+    if (symbol >= kDirectTokens) {
+      uint64_t extra = 0;
+      if (!bits.get(token_extra_bits(symbol), &extra)) {
+        return Status(Code::corrupt, std::string(what) + " extra-bit stream is too short");
+      }
+      value = token_value(symbol, extra);
     }
-    uint64_t extra = 0;
-    bits.get(token_extra_bits(symbol), &extra);  // cannot fail: length checked above
-    values[j] = token_value(symbol, extra);
+    if (!emit(j, value)) return Status(Code::corrupt, std::string(what) + " token out of range");
   }
+  DCR_REQUIRE(bits.at_end(), Code::corrupt, std::string(what) + " extra-bit stream is too long");
   return Status::ok();
 }
 
@@ -172,7 +176,7 @@ Status read_varint_gaps(ByteReader* reader, StreamCodec* codec, uint64_t changed
 }  // namespace
 
 Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                      uint64_t count, uint32_t* positions, std::vector<uint64_t>* gap_scratch) {
+                      uint64_t count, uint32_t* positions) {
   switch (coding) {
     case PosCoding::all:
       for (uint64_t j = 0; j < changed; ++j) positions[j] = static_cast<uint32_t>(j);
@@ -180,17 +184,13 @@ Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, 
     case PosCoding::bitmap: return read_bitmap(reader, codec, changed, count, positions);
     case PosCoding::gaps_varint: return read_varint_gaps(reader, codec, changed, count, positions);
     case PosCoding::gaps_token: {
-      // Gaps are decoded into the word array's space first, then turned into positions.
-      std::vector<uint64_t>& gaps = *gap_scratch;
-      if (gaps.size() < changed) gaps.resize(changed);
-      DCR_TRY(read_tokens(reader, codec, changed, 0, gaps.data()));
       uint64_t next = 0;
-      for (uint64_t j = 0; j < changed; ++j) {
-        if (gaps[j] >= count - next) return Status(Code::corrupt, "gap token points past the end of the range");
-        positions[j] = static_cast<uint32_t>(next + gaps[j]);
-        next += gaps[j] + 1;
-      }
-      return Status::ok();
+      return read_tokens(reader, codec, changed, 0, "gap token", [&](uint64_t j, uint64_t gap) {
+        if (gap >= count - next) return false;  // past the end of the box
+        positions[j] = static_cast<uint32_t>(next + gap);
+        next += gap + 1;
+        return true;
+      });
     }
   }
   return Status(Code::corrupt, "unknown position coding");
@@ -199,12 +199,11 @@ Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, 
 Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
                    unsigned width, uint64_t* words) {
   if (packing == ValuePacking::tokens) {
-    DCR_TRY(read_tokens(reader, codec, changed, 2, words));
     const uint64_t mask = width_mask(width);
-    uint64_t wider = 0;
-    for (uint64_t j = 0; j < changed; ++j) wider |= words[j] & ~mask;
-    DCR_REQUIRE(wider == 0, Code::corrupt, "value token wider than the element width");
-    return Status::ok();
+    return read_tokens(reader, codec, changed, 2, "value token", [&](uint64_t j, uint64_t word) {
+      words[j] = word;
+      return (word & ~mask) == 0;  // no wider than the element
+    });
   }
   for (uint64_t j = 0; j < changed; ++j) words[j] = 0;
   for (unsigned b = 0; b < width; ++b) {

@@ -8,12 +8,15 @@
 
 #include "dcr/codec/frame.h"
 #include "dcr/codec/stream.h"
+#include "dcr/codec/tokens.h"
 
 namespace dcr {
 
 struct RawStream {
   std::vector<uint8_t> bytes;
   bool try_zstd = false;
+  bool counted = false;  // `hist` already holds the byte histogram
+  Histogram hist;
 };
 
 struct Section {
@@ -29,7 +32,7 @@ void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed,
                   Section* section);
 
 Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                      uint64_t count, uint32_t* positions, std::vector<uint64_t>* gap_scratch);
+                      uint64_t count, uint32_t* positions);
 Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
                    unsigned width, uint64_t* words);
 

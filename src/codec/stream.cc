@@ -53,13 +53,13 @@ double StreamCodec::estimate(const Histogram& hist, size_t size) {
 }
 
 Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& options,
-                         std::vector<uint8_t>* out) {
+                         std::vector<uint8_t>* out, const Histogram* hist) {
   Impl& m = *impl_;
   Coder best = Coder::raw;
   size_t best_size = size;
   if (size > 0) {
-    histogram_of(data, size, &m.hist);
-    m.table.build(m.hist);
+    if (hist == nullptr) histogram_of(data, size, &m.hist);
+    m.table.build(hist != nullptr ? *hist : m.hist);
     m.candidate.clear();
     m.table.write(&m.candidate);
     rans_encode(data, size, m.table, &m.rans_scratch, &m.candidate);

@@ -15,6 +15,7 @@
 #include "dcr/codec/frame.h"
 #include "dcr/codec/region.h"
 #include "dcr/codec/stream.h"
+#include "dcr/core/hash.h"
 #include "dcr/core/status.h"
 
 namespace dcr {
@@ -44,7 +45,8 @@ class FrameDecoder {
   Status decode_payload(const uint8_t* frame, DecodedFrame* out);
   StreamCodec codec_;
   DecodedFrame scratch_;
-  std::vector<uint64_t> gaps_;
+  Hasher hasher_;
+  std::vector<uint32_t> local_;  // positions of one block, relative to its run
 };
 
 }  // namespace dcr

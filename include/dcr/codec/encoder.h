@@ -31,7 +31,7 @@ struct EncodeStats {
   ValuePacking value_packing = ValuePacking::planes;
 };
 
-struct ValueCosts;
+struct Section;
 
 struct ValueChoice {
   ValueMode mode;
@@ -73,12 +73,13 @@ class FrameEncoder {
   ValueMode delta_mode() const;
   PosCoding choose_positions(uint64_t count, const uint32_t* positions, uint64_t changed);
   ValueChoice choose_values(const Region& base, const Region& target, const uint32_t* positions,
-                            uint64_t changed, const ValueCosts& costs);
-  const uint64_t* words_for(ValueMode mode, const Region& base, const Region& target,
-                            const uint32_t* positions, uint64_t changed);
+                            uint64_t changed);
+  const Section& position_section(PosCoding coding, uint64_t count, const uint32_t* positions,
+                                         uint64_t changed);
+  const Section& value_section(ValueChoice choice, const Region& base, const Region& target,
+                                      const uint32_t* positions, uint64_t changed);
   Status encode(const Region& base, const Region& target, const uint32_t* positions, uint64_t changed,
-                const Hashes& hashes, const ValueCosts& costs, Versions versions,
-                std::vector<uint8_t>* frame, EncodeStats* stats);
+                const Hashes& hashes, Versions versions, std::vector<uint8_t>* frame, EncodeStats* stats);
 
   struct Scratch;
   EncodeOptions options_;

@@ -31,8 +31,11 @@ inline void store_word(void* data, uint64_t index, unsigned width, uint64_t word
   }
 }
 
+// Spare entries a positions buffer needs past `count`: vectorised scans store whole registers.
+constexpr uint64_t kScanSlack = 16;
+
 // Writes the ascending indices i < count where base and target differ to `positions` (room for
-// `count` entries) and returns how many there are. Vectorised where the CPU allows.
+// `count + kScanSlack` entries) and returns how many there are. Vectorised where the CPU allows.
 uint64_t scan_changes(const void* base, const void* target, uint64_t count, unsigned width,
                       uint32_t* positions);
 

@@ -28,8 +28,10 @@ class StreamCodec {
   StreamCodec(const StreamCodec&) = delete;
   StreamCodec& operator=(const StreamCodec&) = delete;
 
-  // Appends `data` as one stream, choosing the smallest coder; returns the coder used.
-  Coder write(const uint8_t* data, size_t size, const StreamOptions& options, std::vector<uint8_t>* out);
+  // Appends `data` as one stream, choosing the smallest coder; returns the coder used. `hist`, when
+  // given, is the byte histogram of `data` (saves counting it again).
+  Coder write(const uint8_t* data, size_t size, const StreamOptions& options, std::vector<uint8_t>* out,
+              const Histogram* hist = nullptr);
 
   // Reads one stream of at most `max_size` decoded bytes. *data points either into the input (raw)
   // or into an internal buffer valid until the next read into the same `slot` (0..kStreamSlots-1).

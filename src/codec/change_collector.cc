@@ -1,0 +1,122 @@
+#include "src/codec/change_collector.h"
+
+#include "dcr/codec/scan.h"
+#include "dcr/codec/stream.h"
+#include "dcr/codec/tokens.h"
+
+namespace dcr {
+
+namespace {
+// Coded size of a token pair: the token stream (raw or rANS) plus the raw extra bits stream.
+double token_pair_cost(const Histogram& hist, uint64_t count, uint64_t extra_bits) {
+  return StreamCodec::estimate(hist, count) + (extra_bits + 7) / 8 + 3;
+}
+
+Histogram scaled(const Histogram& hist, double factor) {
+  Histogram out;
+  for (int s = 0; s < 256; ++s) out[s] = static_cast<uint64_t>(hist[s] * factor + 0.5);
+  return out;
+}
+}  // namespace
+
+void TokenWriter::start(Section* section, uint64_t capacity) {
+  section_ = section;
+  section->reset(2);
+  if (symbols_.size() < capacity) symbols_.resize(capacity);
+  count_ = 0;
+  extra_bits_ = 0;
+  hist_.fill(0);
+  bits_ = BitWriter(&section->streams[1].bytes);
+}
+
+void TokenWriter::finish() {
+  section_->streams[0].bytes.assign(symbols_.begin(), symbols_.begin() + count_);
+  section_->streams[0].hist = hist_;
+  section_->streams[0].counted = true;
+  bits_.finish();
+}
+
+double TokenWriter::cost() const { return token_pair_cost(hist_, count_, extra_bits_); }
+
+void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t capacity) {
+  width_ = width;
+  delta_mode_ = delta_mode;
+  changed_ = 0;
+  next_position_ = 0;
+  gap_writer_.start(&gaps_, capacity);
+  delta_writer_.start(&deltas_, capacity);
+  sampled_ = 0;
+  xor_hist_.fill(0);
+  xor_extra_bits_ = 0;
+  for (unsigned p = 0; p < 8; ++p) {
+    new_planes_[p].fill(0);
+    xor_planes_[p].fill(0);
+  }
+}
+
+template <unsigned W, ValueMode Delta>
+void ChangeCollector::add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+  TokenWriter::Cursor gaps = gap_writer_.cursor(), deltas = delta_writer_.cursor();
+  uint64_t next = next_position_;
+  for (uint64_t j = 0; j < n; ++j) {
+    const uint64_t p = positions[j];
+    const uint64_t a = load_word(base, p, W), b = load_word(target, p, W);
+    gaps.add(p - next);
+    next = p + 1;
+    deltas.add(encode_word(Delta, a, b, W));
+  }
+  gap_writer_.commit(gaps);
+  delta_writer_.commit(deltas);
+  next_position_ = next;
+  // The other choices are only measured, on every kSampleStride-th change.
+  for (uint64_t j = (kSampleStride - changed_ % kSampleStride) % kSampleStride; j < n; j += kSampleStride) {
+    const uint64_t p = positions[j];
+    const uint64_t a = load_word(base, p, W), b = load_word(target, p, W);
+    const uint64_t x = a ^ b;
+    const Token tx = make_token(x);
+    ++xor_hist_[tx.symbol];
+    xor_extra_bits_ += tx.extra_bits;
+    for (unsigned plane = 0; plane < W; ++plane) {
+      ++new_planes_[plane][(b >> (8 * plane)) & 0xff];
+      ++xor_planes_[plane][(x >> (8 * plane)) & 0xff];
+    }
+    ++sampled_;
+  }
+  changed_ += n;
+}
+
+void ChangeCollector::add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+  const bool sm = delta_mode_ == ValueMode::delta_sm;
+  switch (width_) {
+    case 1: sm ? add_fixed<1, ValueMode::delta_sm>(base, target, positions, n)
+               : add_fixed<1, ValueMode::delta_tc>(base, target, positions, n); break;
+    case 2: sm ? add_fixed<2, ValueMode::delta_sm>(base, target, positions, n)
+               : add_fixed<2, ValueMode::delta_tc>(base, target, positions, n); break;
+    case 4: sm ? add_fixed<4, ValueMode::delta_sm>(base, target, positions, n)
+               : add_fixed<4, ValueMode::delta_tc>(base, target, positions, n); break;
+    default: sm ? add_fixed<8, ValueMode::delta_sm>(base, target, positions, n)
+                : add_fixed<8, ValueMode::delta_tc>(base, target, positions, n); break;
+  }
+}
+
+void ChangeCollector::finish() {
+  gap_writer_.finish();
+  delta_writer_.finish();
+}
+
+ValueCosts ChangeCollector::costs() const {
+  const double factor = sampled_ == 0 ? 0.0 : static_cast<double>(changed_) / sampled_;
+  auto planes_cost = [&](const Histogram* planes) {
+    double total = 0;
+    for (unsigned b = 0; b < width_; ++b) total += StreamCodec::estimate(scaled(planes[b], factor), changed_);
+    return total;
+  };
+  ValueCosts c;
+  c.delta_tokens = delta_writer_.cost();
+  c.xor_tokens = token_pair_cost(scaled(xor_hist_, factor), changed_, static_cast<uint64_t>(xor_extra_bits_ * factor));
+  c.overwrite_planes = planes_cost(new_planes_);
+  c.xor_planes = planes_cost(xor_planes_);
+  return c;
+}
+
+}  // namespace dcr

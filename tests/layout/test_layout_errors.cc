@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include "dcr/layout/serving_layout.h"
+#include "dcr/layout/training_layout.h"
+#include "layout/layout_support.h"
+
+namespace dcr {
+namespace {
+
+using namespace layout_test;
+
+void expect_invalid(const Status& s, const std::vector<std::string>& mentions) {
+  EXPECT_EQ(s.code(), Code::invalid_argument) << s.to_string();
+  for (const std::string& word : mentions) EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
+}
+
+TEST(LayoutErrors, TrainingRejectsBadDegreesAndRanks) {
+  const Manifest m = tiny_model();
+  Holdings h;
+  // tiny's vocabulary (2048) divides by 4 but not 3; embed_tokens comes first.
+  expect_invalid(training_holdings(m, TrainingLayout{1, 3}, 0, &h), {"embed_tokens.weight", "tp 3", "rows"});
+  expect_invalid(training_holdings(m, TrainingLayout{1, 0}, 0, &h), {"tp", "0"});
+  expect_invalid(training_holdings(m, TrainingLayout{0, 1}, 0, &h), {"fsdp", "0"});
+  expect_invalid(training_holdings(m, TrainingLayout{2, 2}, 4, &h), {"rank 4", "4"});
+  expect_invalid(training_holdings(m, TrainingLayout{2, 2}, -1, &h), {"rank -1"});
+}
+
+TEST(LayoutErrors, ServingRejectsBadDegreesAndRanks) {
+  const Manifest m = tiny_model();
+  Holdings h;
+  expect_invalid(serving_holdings(m, ServingLayout{3}, 0, &h), {"embed_tokens.weight", "tp 3"});
+  expect_invalid(serving_holdings(m, ServingLayout{0}, 0, &h), {"tp", "0"});
+  expect_invalid(serving_holdings(m, ServingLayout{2}, -1, &h), {"rank", "-1"});
+}
+
+TEST(LayoutErrors, NamesTheTensorThatDoesNotDivide) {
+  Holdings h;
+  // embed_tokens (12 rows) and q (8 rows) divide by 4, k (3 rows) does not.
+  const Manifest m = odd_model(8, 3, 12, 12);
+  expect_invalid(serving_holdings(m, ServingLayout{4}, 0, &h), {"layers.0.attn.k.weight", "tp 4", "rows"});
+  // q (8 rows) divides by 4, o (6 columns) does not.
+  Manifest o;
+  o.tensors = {tensor("layers.0.attn.q.weight", {8, 6}), tensor("layers.0.attn.o.weight", {8, 6})};
+  expect_invalid(serving_holdings(o, ServingLayout{4}, 0, &h), {"layers.0.attn.o.weight", "6 columns", "tp 4"});
+  expect_invalid(training_holdings(o, TrainingLayout{2, 4}, 0, &h), {"layers.0.attn.o.weight", "6 columns", "tp 4"});
+}
+
+TEST(LayoutErrors, FusedMembersMustShareTheirWidth) {
+  Manifest m;
+  m.tensors = {tensor("attn.q.weight", {4, 4}), tensor("attn.k.weight", {2, 6}), tensor("attn.v.weight", {2, 4})};
+  Holdings h;
+  expect_invalid(serving_holdings(m, ServingLayout{1, true, true}, 0, &h), {"attn.k.weight", "attn.qkv"});
+  EXPECT_TRUE(serving_holdings(m, ServingLayout{1, false, true}, 0, &h).is_ok());
+}
+
+TEST(LayoutErrors, InvalidManifestIsRejected) {
+  Manifest m;
+  m.tensors = {tensor("w", {4, 0})};
+  Holdings h;
+  EXPECT_EQ(training_holdings(m, TrainingLayout{}, 0, &h).code(), Code::invalid_argument);
+  EXPECT_EQ(serving_holdings(m, ServingLayout{}, 0, &h).code(), Code::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dcr
