@@ -6,5 +6,6 @@ namespace dcr::cli {
 
 int run_bench(int argc, char** argv);
 int run_info(int argc, char** argv);
+int run_refit_command(int argc, char** argv);
 
 }  // namespace dcr::cli

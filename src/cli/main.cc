@@ -15,6 +15,7 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"refit", "the SPMD refit job: trainers -> relay tree -> rollouts (run under mpirun)", dcr::cli::run_refit_command},
     {"bench", "benchmarks: 'dcr bench codec' (frame sizes, entropy bounds, GB/s)", dcr::cli::run_bench},
     {"info", "build configuration and library versions (MPI, UCX, HDF5, zstd, CUDA)", dcr::cli::run_info},
 };

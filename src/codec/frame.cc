@@ -99,7 +99,7 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
 }
 }  // namespace
 
-Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header) {
+Status peek_frame_header(const uint8_t* frame, size_t size, FrameHeader* header) {
   DCR_REQUIRE(size >= kFrameHeaderBytes, Code::corrupt,
               "frame truncated: " + std::to_string(size) + " bytes, header alone needs " +
                   std::to_string(kFrameHeaderBytes));
@@ -109,6 +109,12 @@ Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header
               "frame " + header->describe() + ": payload is " + std::to_string(payload) +
                   " bytes, header says " + std::to_string(header->payload_bytes) +
                   (payload < header->payload_bytes ? " (truncated)" : " (trailing bytes)"));
+  return Status::ok();
+}
+
+Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header) {
+  DCR_TRY(peek_frame_header(frame, size, header));
+  const uint64_t payload = size - kFrameHeaderBytes;
   DCR_REQUIRE(hash64(frame + kFrameHeaderBytes, payload) == header->payload_hash, Code::corrupt,
               "frame " + header->describe() + ": payload checksum mismatch");
   return Status::ok();

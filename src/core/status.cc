@@ -12,6 +12,7 @@ const char* code_name(Code code) {
     case Code::io_error: return "I/O error";
     case Code::not_found: return "not found";
     case Code::unavailable: return "unavailable";
+    case Code::aborted: return "aborted";
     case Code::internal: return "internal error";
   }
   return "unknown";

@@ -65,4 +65,8 @@ void write_frame_header(const FrameHeader& header, uint8_t* out);
 // and the payload checksum). On success the payload is frame + kFrameHeaderBytes.
 Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header);
 
+// The same without reading the payload (no payload checksum): for relays, which route frames by
+// their box and forward them undecoded.
+Status peek_frame_header(const uint8_t* frame, size_t size, FrameHeader* header);
+
 }  // namespace dcr

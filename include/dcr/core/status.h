@@ -15,7 +15,8 @@ enum class Code {
   target_mismatch,   // bits after apply differ from the frame's target hash (apply was undone)
   io_error,
   not_found,
-  unavailable,       // optional component absent (weights not fetched, no GPU)
+  unavailable,       // optional component absent (weights not fetched, no GPU), peer silent
+  aborted,           // a joint commit decided not to commit
   internal,
 };
 

@@ -1,0 +1,40 @@
+// Everything `dcr refit` is told: from an INI file (--config) and the command line, which wins.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dcr/core/status.h"
+
+namespace dcr {
+
+struct RefitConfig {
+  std::string model = "tiny";        // preset name
+  std::string weights = "none";      // master weights: none | auto | esrgan-medium | faceres-deep
+  int trainers = 2;                  // trainer ranks (fsdp = trainers / train_tp)
+  int train_tp = 1;                  // tensor-parallel degree of the training layout
+  int relays = -1;                   // relay ranks; -1 = auto (one per node, at least one)
+  int fanout = 2;                    // children per relay in the relay tree
+  int rollout_tp = 2;                // tensor-parallel degree of the serving layout
+  bool fuse = true;                  // fused qkv / gate_up serving buffers
+  std::string transport = "ucx";     // data plane: ucx | mpi
+  int steps = 3;                     // delta refits after the first (full) sync
+  std::vector<double> rates = {1, 3, 5};  // changed percent per step, cycled
+  uint64_t frame_elements = 1 << 20; // largest frame (elements)
+  int window = 32;                   // frames a sender keeps in flight
+  double link_gbps = 0;              // emulated trainer -> first-relay link (Gbit/s); 0 = none
+  bool compare_full = true;          // also time a full refit of every version
+  bool compare_bcast = true;         // also time an MPI_Bcast of the full model
+  bool verify = true;                // rollouts check their bits against the expected model
+  double timeout_s = 120;            // a peer silent this long is reported dead
+  uint64_t seed = 1;
+  std::string json;                  // per-step records (JSON)
+  std::string csv;                   // per-step records (CSV)
+  std::string fault;                 // test-only fault injection: wrong-base@STEP | corrupt@STEP
+};
+
+// Parses argv (argv[0] is the subcommand). Prints --help and sets *exit_now when asked.
+Status parse_refit_config(int argc, char** argv, RefitConfig* config, bool* exit_now);
+
+}  // namespace dcr

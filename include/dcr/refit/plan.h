@@ -1,0 +1,43 @@
+// What every rank knows without talking: the model, every trainer's and rollout's holdings, every
+// trainer's frames (boxes) and who receives each. All ranks compute the same plan from the config.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "dcr/core/box.h"
+#include "dcr/core/tensor.h"
+#include "dcr/layout/piece.h"
+#include "dcr/refit/config.h"
+#include "dcr/refit/topology.h"
+
+namespace dcr {
+
+struct PlannedFrame {
+  Box box;
+  std::vector<int> receivers;  // rollout indices
+};
+
+struct RefitPlan {
+  Manifest manifest;
+  std::vector<Holdings> trainer_holdings;
+  std::vector<Holdings> rollout_holdings;
+  std::vector<std::vector<PlannedFrame>> frames;  // per trainer
+
+  // Receivers of the frame whose box starts at (tensor, row0, col0); null for an unknown box.
+  const std::vector<int>* receivers_of(const Box& box) const;
+  // Frames per step that reach rollout i, and that relay r receives from its parent.
+  uint64_t frames_for_rollout(int i) const;
+  uint64_t frames_for_relay(const Topology& topology, int r) const;
+  // Whether the subtree below `child` (a world rank: relay or rollout) needs `receivers`.
+  static bool child_needs(const Topology& topology, int child, const std::vector<int>& receivers);
+
+  // (tensor, row0, col0) of each frame -> (trainer, frame); frames never overlap.
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::pair<int, size_t>> index;
+};
+
+Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan);
+
+}  // namespace dcr

@@ -1,0 +1,46 @@
+// The SPMD refit job: the first full sync, then `steps` delta refits, each committed jointly, with
+// a full refit and an MPI_Bcast of the same version timed beside it.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dcr/core/status.h"
+#include "dcr/refit/config.h"
+
+namespace dcr {
+
+struct StepRecord {
+  uint64_t version = 0;
+  uint64_t base = 0;
+  std::string kind;            // "full" (first sync) or "delta"
+  double change_rate = 0;      // changed fraction of all elements
+  uint64_t frames = 0;
+  uint64_t wire_bytes = 0;
+  uint64_t full_bytes = 0;     // bytes of the full refit of the same version
+  double seconds = 0;
+  double full_seconds = 0;
+  double bcast_seconds = 0;
+  bool committed = false;
+  bool bitexact = false;       // committed and every rollout equals the expected model byte for byte
+  double encode_s = 0, send_s = 0, forward_s = 0, apply_s = 0, commit_s = 0;  // slowest rank per stage
+};
+
+struct RefitReport {
+  std::string summary;  // topology, model, transport
+  uint64_t manifest_hash = 0;
+  uint64_t model_bytes = 0;
+  std::vector<StepRecord> steps;
+};
+
+// Runs the job on `world` (collective). Rank 0 fills `report`. Fails if any step did not commit.
+Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report);
+
+void print_step(const StepRecord& r);
+Status write_refit_json(const RefitReport& report, const std::string& path);
+Status write_refit_csv(const RefitReport& report, const std::string& path);
+
+}  // namespace dcr

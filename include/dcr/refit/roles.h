@@ -1,0 +1,60 @@
+// One refit step as each role runs it. Trainers encode their frames and stream them to the root
+// relay while still encoding (a bounded window of frames in flight); relays forward every frame,
+// undecoded, to the children whose subtree needs it; rollouts place each frame into their serving
+// layout and apply it in place with the codec's safe apply.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dcr/codec/decoder.h"
+#include "dcr/codec/encoder.h"
+#include "dcr/refit/plan.h"
+#include "dcr/refit/shard.h"
+#include "dcr/transport/transport.h"
+
+namespace dcr {
+
+constexpr uint32_t kFrameChannel = 1;
+
+enum class FrameKind { delta, full };
+
+// What one rank did in one step; reduced over the job for the step record.
+struct StepStats {
+  uint64_t frames = 0;
+  uint64_t wire_bytes = 0;  // frame bytes a trainer sent
+  uint64_t changed = 0;     // changed elements a trainer encoded
+  uint64_t elements = 0;    // elements a trainer covered
+  double encode_s = 0;      // trainer: encoding
+  double send_s = 0;        // trainer: waiting for the window and the last sends
+  double forward_s = 0;     // relay: receive + forward
+  double apply_s = 0;       // rollout: apply
+  double wait_s = 0;        // relay/rollout: waiting for the next frame
+};
+
+// Test-only faults a trainer injects into one step.
+struct Fault {
+  enum Kind { none, wrong_base, corrupt } kind = none;
+  uint64_t version = 0;  // the target version it hits
+};
+Status parse_fault(const std::string& text, Fault* fault);
+
+struct Link {
+  Transport* transport;
+  const Topology* topology;
+  int window;
+  double timeout_s;
+};
+
+Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
+                    Shard* baseline, Shard* current, const Fault& fault, FrameEncoder* encoder, StepStats* stats);
+
+Status relay_step(const RefitPlan& plan, const Link& link, int relay, StepStats* stats);
+
+// Applies every frame this rollout needs into `shard`; `committed` is its version (the base every
+// delta must name). Keeps receiving after a failed apply, so the sender side is drained, and
+// returns the first error.
+Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, uint64_t committed, Shard* shard,
+                    FrameDecoder* decoder, StepStats* stats);
+
+}  // namespace dcr

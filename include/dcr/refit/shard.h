@@ -1,0 +1,42 @@
+// A rank's local copy of the model in its own layout: the buffers its Holdings describe, and the
+// moves between them and canonical tensors (projection = what a loader does).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dcr/codec/region.h"
+#include "dcr/core/tensor.h"
+#include "dcr/layout/piece.h"
+
+namespace dcr {
+
+using CanonicalBits = std::vector<std::vector<uint8_t>>;  // one row-major byte array per tensor
+
+class Shard {
+ public:
+  Shard() = default;
+  Shard(const Manifest& manifest, Holdings holdings);
+
+  const Holdings& holdings() const { return holdings_; }
+  uint64_t bytes() const;
+
+  // Where `box` lives here; invalid_argument when no single piece holds all of it.
+  Status region(const Box& box, Region* out);
+
+  // Copies every piece from the canonical tensors into the local buffers.
+  void load(const CanonicalBits& canonical);
+  // Whether every piece equals the canonical tensors byte for byte; names the first difference.
+  bool matches(const CanonicalBits& canonical, std::string* difference) const;
+  // Copies all buffers from another shard of the same holdings (a baseline promotion).
+  void copy_from(const Shard& other);
+
+ private:
+  const Manifest* manifest_ = nullptr;
+  Holdings holdings_;
+  std::vector<unsigned> widths_;  // element width of each buffer
+  std::vector<std::vector<uint8_t>> buffers_;
+};
+
+}  // namespace dcr

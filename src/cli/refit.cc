@@ -1,0 +1,44 @@
+// `dcr refit`: the SPMD refit job (run under mpirun or srun).
+#include <mpi.h>
+
+#include <cstdio>
+
+#include "dcr/refit/refit.h"
+#include "src/cli/commands.h"
+
+namespace dcr::cli {
+
+int run_refit_command(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  RefitConfig config;
+  bool exit_now = false;
+  Status s = parse_refit_config(argc, argv, &config, &exit_now);
+  if (s.is_ok() && exit_now) {
+    MPI_Finalize();
+    return 0;
+  }
+  if (!s.is_ok()) {
+    if (rank == 0) std::fprintf(stderr, "dcr refit: %s (see dcr refit --help)\n", s.to_string().c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  RefitReport report;
+  s = run_refit(config, MPI_COMM_WORLD, &report);
+  if (rank == 0) {
+    if (!s.is_ok()) std::fprintf(stderr, "dcr refit: %s\n", s.to_string().c_str());
+    Status out;
+    if (!config.json.empty()) out = write_refit_json(report, config.json);
+    if (out.is_ok() && !config.csv.empty()) out = write_refit_csv(report, config.csv);
+    if (!out.is_ok()) std::fprintf(stderr, "dcr refit: %s\n", out.to_string().c_str());
+    if (s.is_ok() && !out.is_ok()) s = out;
+  }
+  int failed = s.is_ok() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any ? 1 : 0;
+}
+
+}  // namespace dcr::cli

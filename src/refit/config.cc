@@ -1,0 +1,110 @@
+#include "dcr/refit/config.h"
+
+#include <boost/program_options.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace dcr {
+
+namespace {
+
+Status parse_rates(const std::string& text, std::vector<double>* rates) {
+  rates->clear();
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    double rate = 0;
+    try {
+      rate = std::stod(item, &used);
+    } catch (const std::exception&) {
+    }
+    DCR_REQUIRE(used != 0 && used == item.size() && rate > 0 && rate < 100, Code::invalid_argument,
+                "--rates: '" + item + "' is not a percentage in (0, 100)");
+    rates->push_back(rate);
+  }
+  DCR_REQUIRE(!rates->empty(), Code::invalid_argument, "--rates is empty");
+  return Status::ok();
+}
+
+Status check(const RefitConfig& c) {
+  DCR_REQUIRE(c.trainers >= 1, Code::invalid_argument, "--trainers must be at least 1");
+  DCR_REQUIRE(c.train_tp >= 1 && c.trainers % c.train_tp == 0, Code::invalid_argument,
+              "--train-tp " + std::to_string(c.train_tp) + " must divide --trainers " + std::to_string(c.trainers));
+  DCR_REQUIRE(c.relays == -1 || c.relays >= 1, Code::invalid_argument, "--relays must be at least 1 (or -1 for auto)");
+  DCR_REQUIRE(c.fanout >= 1, Code::invalid_argument, "--fanout must be at least 1");
+  DCR_REQUIRE(c.rollout_tp >= 1, Code::invalid_argument, "--rollout-tp must be at least 1");
+  DCR_REQUIRE(c.transport == "ucx" || c.transport == "mpi", Code::invalid_argument,
+              "--transport '" + c.transport + "' is not ucx or mpi");
+  DCR_REQUIRE(c.steps >= 0, Code::invalid_argument, "--steps must not be negative");
+  DCR_REQUIRE(c.frame_elements >= 1 && c.frame_elements <= 0xffffffffull, Code::invalid_argument,
+              "--frame-elements must be in [1, 2^32-1]");
+  DCR_REQUIRE(c.window >= 1, Code::invalid_argument, "--window must be at least 1");
+  DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
+  DCR_REQUIRE(c.timeout_s > 0, Code::invalid_argument, "--timeout must be positive");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now) {
+  *exit_now = false;
+  std::string config_file, rates = "1,3,5";
+  po::options_description desc(
+      "dcr refit: one SPMD job of trainer, relay and rollout ranks. Every step the trainers encode the\n"
+      "change of their shards as frames and stream them through the relay tree; rollouts apply them in\n"
+      "place in their serving layout; the root commits the version only when every rollout verified.\n"
+      "Ranks: [0, trainers) train, the next `relays` relay, the rest roll out.\n"
+      "Example: mpirun -np 6 dcr refit --config configs/refit_local.ini\n\noptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("config", po::value(&config_file), "INI file with any of these options (command-line options win)")
+      ("model", po::value(&c->model)->default_value(c->model), "model preset: tiny, small, medium, large")
+      ("weights", po::value(&c->weights)->default_value(c->weights), "master weights: none, auto, esrgan-medium, faceres-deep")
+      ("trainers", po::value(&c->trainers)->default_value(c->trainers), "trainer ranks")
+      ("train-tp", po::value(&c->train_tp)->default_value(c->train_tp), "tensor-parallel degree of the training layout (divides trainers; the rest is FSDP)")
+      ("relays", po::value(&c->relays)->default_value(c->relays), "relay ranks (-1: one per node)")
+      ("fanout", po::value(&c->fanout)->default_value(c->fanout), "children per relay")
+      ("rollout-tp", po::value(&c->rollout_tp)->default_value(c->rollout_tp), "tensor-parallel degree of the serving layout")
+      ("fuse", po::value(&c->fuse)->default_value(c->fuse), "fused qkv and gate_up serving buffers")
+      ("transport", po::value(&c->transport)->default_value(c->transport), "data plane: ucx or mpi")
+      ("steps", po::value(&c->steps)->default_value(c->steps), "delta refits after the first full sync")
+      ("rates", po::value(&rates)->default_value(rates), "changed percent per step, comma separated, cycled")
+      ("frame-elements", po::value(&c->frame_elements)->default_value(c->frame_elements), "largest frame in elements")
+      ("window", po::value(&c->window)->default_value(c->window), "frames each sender keeps in flight")
+      ("link-gbps", po::value(&c->link_gbps)->default_value(c->link_gbps), "emulated trainer -> first relay link in Gbit/s (0: none)")
+      ("compare-full", po::value(&c->compare_full)->default_value(c->compare_full), "also time a full refit of each version")
+      ("compare-bcast", po::value(&c->compare_bcast)->default_value(c->compare_bcast), "also time MPI_Bcast of the full model")
+      ("verify", po::value(&c->verify)->default_value(c->verify), "rollouts compare every byte with the expected model")
+      ("timeout", po::value(&c->timeout_s)->default_value(c->timeout_s), "seconds before a silent peer is reported dead")
+      ("seed", po::value(&c->seed)->default_value(c->seed), "seed of the change model")
+      ("json", po::value(&c->json), "write per-step records as JSON to this file")
+      ("csv", po::value(&c->csv), "write per-step records as CSV to this file")
+      ("fault", po::value(&c->fault), "test-only fault injection: wrong-base@STEP or corrupt@STEP");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream file(path);
+      DCR_REQUIRE(file.good(), Code::not_found, "cannot open config file '" + path + "'");
+      po::store(po::parse_config_file(file, desc), vm);
+    }
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return Status(Code::invalid_argument, e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    *exit_now = true;
+    return Status::ok();
+  }
+  DCR_TRY(parse_rates(rates, &c->rates));
+  return check(*c);
+}
+
+}  // namespace dcr

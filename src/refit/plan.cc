@@ -1,0 +1,72 @@
+#include "dcr/refit/plan.h"
+
+#include <algorithm>
+
+#include "dcr/layout/frame_plan.h"
+#include "dcr/layout/serving_layout.h"
+#include "dcr/layout/training_layout.h"
+#include "dcr/model/presets.h"
+
+namespace dcr {
+
+const std::vector<int>* RefitPlan::receivers_of(const Box& box) const {
+  const auto it = index.find({box.tensor, box.row0, box.col0});
+  if (it == index.end()) return nullptr;
+  const PlannedFrame& f = frames[it->second.first][it->second.second];
+  return f.box == box ? &f.receivers : nullptr;
+}
+
+uint64_t RefitPlan::frames_for_rollout(int i) const {
+  uint64_t n = 0;
+  for (const auto& per_trainer : frames) {
+    for (const PlannedFrame& f : per_trainer) n += std::binary_search(f.receivers.begin(), f.receivers.end(), i);
+  }
+  return n;
+}
+
+bool RefitPlan::child_needs(const Topology& t, int child, const std::vector<int>& receivers) {
+  if (child >= t.trainers + t.relays) {
+    return std::binary_search(receivers.begin(), receivers.end(), child - t.trainers - t.relays);
+  }
+  for (int i : t.relay_subtree_rollouts[child - t.trainers]) {
+    if (std::binary_search(receivers.begin(), receivers.end(), i)) return true;
+  }
+  return false;
+}
+
+uint64_t RefitPlan::frames_for_relay(const Topology& t, int r) const {
+  uint64_t n = 0;
+  for (const auto& per_trainer : frames) {
+    for (const PlannedFrame& f : per_trainer) n += child_needs(t, t.relay_rank(r), f.receivers);
+  }
+  return n;
+}
+
+Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
+  DCR_TRY(make_preset(config.model, &plan->manifest));
+  const TrainingLayout training{config.trainers / config.train_tp, config.train_tp};
+  ServingLayout serving;
+  serving.tp = config.rollout_tp;
+  serving.fuse_qkv = serving.fuse_gate_up = config.fuse;
+  plan->trainer_holdings.resize(topology.trainers);
+  for (int t = 0; t < topology.trainers; ++t) {
+    DCR_TRY(training_holdings(plan->manifest, training, t, &plan->trainer_holdings[t]).with_context("training layout"));
+  }
+  plan->rollout_holdings.resize(topology.rollouts);
+  for (int i = 0; i < topology.rollouts; ++i) {
+    DCR_TRY(serving_holdings(plan->manifest, serving, i, &plan->rollout_holdings[i]).with_context("serving layout"));
+  }
+  plan->frames.assign(topology.trainers, {});
+  plan->index.clear();
+  for (int t = 0; t < topology.trainers; ++t) {
+    std::vector<Box> boxes;
+    DCR_TRY(plan_frames(plan->manifest, plan->trainer_holdings[t], plan->rollout_holdings, config.frame_elements, &boxes));
+    for (const Box& b : boxes) {
+      plan->index[{b.tensor, b.row0, b.col0}] = {t, plan->frames[t].size()};
+      plan->frames[t].push_back({b, receivers(b, plan->rollout_holdings)});
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace dcr

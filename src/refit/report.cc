@@ -1,0 +1,62 @@
+// The per-step line, JSON and CSV records of `dcr refit`.
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dcr/refit/refit.h"
+
+namespace dcr {
+
+namespace {
+double speedup(const StepRecord& r) { return r.seconds > 0 && r.full_seconds > 0 ? r.full_seconds / r.seconds : 0; }
+}  // namespace
+
+void print_step(const StepRecord& r) {
+  const double ratio = r.full_bytes ? 100.0 * r.wire_bytes / r.full_bytes : 0;
+  std::printf("v%-3llu %-5s changed %6.3f%%  wire %10.3f MB", static_cast<unsigned long long>(r.version),
+              r.kind.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6);
+  if (r.full_bytes) std::printf(" (%5.2f%% of full)", ratio);
+  std::printf("  %8.4f s", r.seconds);
+  if (r.full_seconds > 0) std::printf("  full %8.4f s  speedup %6.2fx", r.full_seconds, speedup(r));
+  if (r.bcast_seconds > 0) std::printf("  bcast %8.4f s", r.bcast_seconds);
+  std::printf("  %s\n", r.bitexact ? "verified" : (r.committed ? "NOT VERIFIED" : "NOT COMMITTED"));
+  std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
+              r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
+  std::fflush(stdout);
+}
+
+Status write_refit_json(const RefitReport& report, const std::string& path) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRecord& r : report.steps) {
+    steps.push_back({{"version", r.version}, {"base", r.base}, {"kind", r.kind}, {"change_rate", r.change_rate},
+                     {"frames", r.frames}, {"wire_bytes", r.wire_bytes}, {"full_bytes", r.full_bytes},
+                     {"seconds", r.seconds}, {"full_seconds", r.full_seconds}, {"bcast_seconds", r.bcast_seconds},
+                     {"speedup", speedup(r)}, {"committed", r.committed}, {"bitexact", r.bitexact},
+                     {"stage_seconds",
+                      {{"encode", r.encode_s}, {"send", r.send_s}, {"relay", r.forward_s}, {"apply", r.apply_s},
+                       {"commit", r.commit_s}}}});
+  }
+  const nlohmann::json doc = {{"job", report.summary}, {"manifest_hash", report.manifest_hash},
+                              {"model_bytes", report.model_bytes}, {"steps", steps}};
+  std::ofstream out(path);
+  DCR_REQUIRE(out.good(), Code::io_error, "cannot write refit records to '" + path + "'");
+  out << doc.dump(2) << "\n";
+  return out.good() ? Status::ok() : Status(Code::io_error, "writing '" + path + "' failed");
+}
+
+Status write_refit_csv(const RefitReport& report, const std::string& path) {
+  std::ofstream out(path);
+  DCR_REQUIRE(out.good(), Code::io_error, "cannot write refit records to '" + path + "'");
+  out << "version,kind,change_rate,frames,wire_bytes,full_bytes,seconds,full_seconds,bcast_seconds,speedup,"
+         "committed,bitexact,encode_s,send_s,relay_s,apply_s,commit_s\n";
+  for (const StepRecord& r : report.steps) {
+    out << r.version << ',' << r.kind << ',' << r.change_rate << ',' << r.frames << ',' << r.wire_bytes << ','
+        << r.full_bytes << ',' << r.seconds << ',' << r.full_seconds << ',' << r.bcast_seconds << ',' << speedup(r)
+        << ',' << r.committed << ',' << r.bitexact << ',' << r.encode_s << ',' << r.send_s << ',' << r.forward_s << ','
+        << r.apply_s << ',' << r.commit_s << '\n';
+  }
+  return out.good() ? Status::ok() : Status(Code::io_error, "writing '" + path + "' failed");
+}
+
+}  // namespace dcr

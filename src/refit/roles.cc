@@ -1,0 +1,146 @@
+#include "dcr/refit/roles.h"
+
+#include <chrono>
+#include <memory>
+
+#include "dcr/core/hash.h"
+
+namespace dcr {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Flips one payload bit of a frame (a wire corruption the receiver must catch).
+void corrupt(std::vector<uint8_t>* frame) {
+  if (frame->size() > kFrameHeaderBytes) (*frame)[kFrameHeaderBytes] ^= 0x10;
+}
+
+Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
+  const auto start = Clock::now();
+  while (transport->sends_in_flight() >= window) {
+    DCR_TRY(transport->progress());
+    DCR_REQUIRE(since(start) < timeout_s, Code::unavailable,
+                "sends to the relay made no progress for " + std::to_string(timeout_s) + " s");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status parse_fault(const std::string& text, Fault* fault) {
+  *fault = Fault{};
+  if (text.empty()) return Status::ok();
+  const size_t at = text.find('@');
+  const std::string kind = text.substr(0, at);
+  DCR_REQUIRE(at != std::string::npos && (kind == "wrong-base" || kind == "corrupt"), Code::invalid_argument,
+              "--fault '" + text + "' is not wrong-base@STEP or corrupt@STEP");
+  fault->kind = kind == "wrong-base" ? Fault::wrong_base : Fault::corrupt;
+  try {
+    fault->version = std::stoull(text.substr(at + 1));
+  } catch (const std::exception&) {
+    return Status(Code::invalid_argument, "--fault '" + text + "': the step is not a number");
+  }
+  return Status::ok();
+}
+
+Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
+                    Shard* baseline, Shard* current, const Fault& fault, FrameEncoder* encoder, StepStats* stats) {
+  const int root = link.topology->relay_rank(0);
+  const bool hit = fault.kind != Fault::none && fault.version == versions.target && trainer == 0;
+  for (const PlannedFrame& f : plan.frames[trainer]) {
+    auto start = Clock::now();
+    Region base, target;
+    DCR_TRY(baseline->region(f.box, &base));
+    DCR_TRY(current->region(f.box, &target));
+    EncodeOptions options = encoder->options();
+    options.sign_magnitude = dtype_is_float(plan.manifest.tensors[f.box.tensor].dtype);
+    encoder->set_options(options);
+    auto frame = std::make_shared<std::vector<uint8_t>>();
+    EncodeStats es;
+    Versions v = versions;
+    if (hit && fault.kind == Fault::wrong_base) v.base = versions.base + 1000;
+    if (kind == FrameKind::full) {
+      DCR_TRY(encoder->encode_full(target, versions.target, frame.get(), &es));
+    } else {
+      DCR_TRY(encoder->encode_delta(base, target, v, frame.get(), &es));
+    }
+    if (hit && fault.kind == Fault::corrupt && stats->frames == 0) corrupt(frame.get());
+    stats->encode_s += since(start);
+    stats->frames += 1;
+    stats->wire_bytes += frame->size();
+    stats->changed += es.changed;
+    stats->elements += f.box.elements();
+    start = Clock::now();
+    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
+    DCR_TRY(link.transport->send(root, kFrameChannel, std::move(frame)));
+    stats->send_s += since(start);
+  }
+  const auto start = Clock::now();
+  DCR_TRY(link.transport->wait_sends(link.timeout_s));
+  stats->send_s += since(start);
+  return Status::ok();
+}
+
+Status relay_step(const RefitPlan& plan, const Link& link, int relay, StepStats* stats) {
+  const Topology& t = *link.topology;
+  const uint64_t expected = plan.frames_for_relay(t, relay);
+  const int parent = t.relay_parent[relay] < 0 ? kAnyPeer : t.relay_rank(t.relay_parent[relay]);
+  for (uint64_t n = 0; n < expected; ++n) {
+    auto start = Clock::now();
+    Message message;
+    Status got = link.transport->receive(parent, kFrameChannel, &message, link.timeout_s);
+    DCR_TRY(got.with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
+                             std::to_string(expected)));
+    stats->wait_s += since(start);
+    start = Clock::now();
+    FrameHeader header;
+    DCR_TRY(peek_frame_header(message.bytes.data(), message.bytes.size(), &header)
+                .with_context(t.describe() + ": frame from " + t.describe_rank(message.peer)));
+    const std::vector<int>* receivers = plan.receivers_of(header.box);
+    DCR_REQUIRE(receivers != nullptr, Code::corrupt,
+                t.describe() + ": frame for " + header.box.describe() + " matches no planned frame");
+    auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(message.bytes));
+    for (int child : t.relay_children[relay]) {
+      if (!RefitPlan::child_needs(t, child, *receivers)) continue;
+      DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
+      DCR_TRY(link.transport->send(child, kFrameChannel, shared));
+    }
+    stats->frames += 1;
+    stats->forward_s += since(start);
+  }
+  const auto start = Clock::now();
+  DCR_TRY(link.transport->wait_sends(link.timeout_s));
+  stats->forward_s += since(start);
+  return Status::ok();
+}
+
+Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, uint64_t committed, Shard* shard,
+                    FrameDecoder* decoder, StepStats* stats) {
+  const Topology& t = *link.topology;
+  const uint64_t expected = plan.frames_for_rollout(rollout);
+  const int parent = t.relay_rank(t.rollout_relay[rollout]);
+  Status first_error;
+  for (uint64_t n = 0; n < expected; ++n) {
+    auto start = Clock::now();
+    Message message;
+    DCR_TRY(link.transport->receive(parent, kFrameChannel, &message, link.timeout_s)
+                .with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
+                              std::to_string(expected)));
+    stats->wait_s += since(start);
+    start = Clock::now();
+    FrameHeader header;
+    Status s = peek_frame_header(message.bytes.data(), message.bytes.size(), &header);
+    Region dst;
+    if (s.is_ok()) s = shard->region(header.box, &dst);
+    ApplyOutcome outcome;
+    if (s.is_ok()) s = decoder->apply(message.bytes.data(), message.bytes.size(), dst, committed, &outcome);
+    if (!s.is_ok() && first_error.is_ok()) first_error = s;
+    stats->frames += 1;
+    stats->apply_s += since(start);
+  }
+  return first_error;
+}
+
+}  // namespace dcr
