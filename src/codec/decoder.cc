@@ -92,6 +92,11 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
   DCR_REQUIRE(h.is_full() || before == h.base_hash, Code::base_mismatch,
               "frame " + h.describe() + ": destination holds neither its base nor its target bits "
               "(repair the box with a full frame)");
+  if (h.is_full()) {
+    DCR_TRY(apply_full(frame, box));
+    *outcome = ApplyOutcome::applied;
+    return Status::ok();
+  }
   DCR_TRY(decode_payload(frame, &d));
 
   if (scatter_swap_and_hash(box, h.value_mode, d.positions.data(), h.changed, d.words.data(), &hasher_, &local_) !=
@@ -101,6 +106,28 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
                   "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
   }
   *outcome = ApplyOutcome::applied;
+  return Status::ok();
+}
+
+// A full frame carries the box's bits as they are: copy them in (keeping the old bits to put back
+// should the result miss the target hash).
+Status FrameDecoder::apply_full(const uint8_t* frame, const Region& box) {
+  const FrameHeader& h = scratch_.header;
+  const uint64_t bytes = h.count() * h.elem_width;
+  ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "full frame payload");
+  const uint8_t* values;
+  size_t size;
+  DCR_TRY(codec_.read(&reader, bytes, 0, &values, &size).with_context("frame " + h.describe()));
+  DCR_REQUIRE(size == bytes && reader.remaining() == 0, Code::corrupt,
+              "frame " + h.describe() + ": full payload does not hold exactly the box");
+  old_bits_.resize(bytes);
+  copy_out(box, old_bits_.data());
+  copy_in(box, values);
+  if (region_hash(box) != h.target_hash) {
+    copy_in(box, old_bits_.data());
+    return Status(Code::target_mismatch,
+                  "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
+  }
   return Status::ok();
 }
 

@@ -140,25 +140,29 @@ ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target
   const ValueChoice choices[] = {{delta_mode(), ValuePacking::tokens},
                                  {ValueMode::xor_mask, ValuePacking::tokens},
                                  {ValueMode::overwrite, ValuePacking::planes},
-                                 {ValueMode::xor_mask, ValuePacking::planes}};
+                                 {ValueMode::xor_mask, ValuePacking::planes},
+                                 {ValueMode::overwrite, ValuePacking::words}};
+  constexpr int kChoices = 5;
   if (options_.value_mode && !options_.value_packing) {  // a forced mode takes its best packing
     return ValueChoice{*options_.value_mode,
                        *options_.value_mode == ValueMode::overwrite ? ValuePacking::planes : ValuePacking::tokens};
   }
   if (options_.value_mode) return ValueChoice{*options_.value_mode, *options_.value_packing};
   const ValueCosts costs = s.collector.costs();
-  double sizes[] = {costs.delta_tokens, costs.xor_tokens, costs.overwrite_planes, costs.xor_planes};
+  double sizes[] = {costs.delta_tokens, costs.xor_tokens, costs.overwrite_planes, costs.xor_planes,
+                    static_cast<double>(changed * base.width + 3)};
   if (options_.exhaustive) {  // replace the estimates by the sizes actually written
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kChoices; ++i) {
       gather_words(base.data, target.data, base.width, choices[i].mode, positions, changed, s.words.data());
       build_values(choices[i].packing, s.words.data(), changed, base.width, &s.candidate);
       sizes[i] = measure(s.candidate, options_, &s.codec, &s.trial);
     }
   }
-  int best = -1;
-  for (int i = 0; i < 4; ++i) {
+  int best = 0;
+  for (int i = 0; i < kChoices; ++i) {
     if (options_.value_packing && choices[i].packing != *options_.value_packing) continue;
-    if (best < 0 || sizes[i] < sizes[best]) best = i;
+    const bool allowed_best = !options_.value_packing || choices[best].packing == *options_.value_packing;
+    if (!allowed_best || sizes[i] < sizes[best]) best = i;
   }
   return choices[best];
 }
@@ -225,15 +229,13 @@ Status FrameEncoder::encode_full(const Region& target_in, uint64_t target_versio
   const unsigned width = target_in.width;
   const uint64_t count = target_in.box.elements();
   const uint8_t* target = dense_bytes(target_in, &s.target_copy);
-  if (s.words.size() < count) s.words.resize(count);
-  for (uint64_t i = 0; i < count; ++i) s.words[i] = load_word(target, i, width);
 
   FrameHeader header;
   header.box = target_in.box;
   header.elem_width = static_cast<uint8_t>(width);
   header.pos_coding = PosCoding::all;
   header.value_mode = ValueMode::overwrite;
-  header.value_packing = ValuePacking::planes;
+  header.value_packing = ValuePacking::words;
   header.flags = kFrameFlagFull;
   header.changed = count;
   header.base_version = target_version;
@@ -242,8 +244,10 @@ Status FrameEncoder::encode_full(const Region& target_in, uint64_t target_versio
 
   std::vector<uint8_t>& out = *frame;
   out.assign(kFrameHeaderBytes, 0);
-  build_values(ValuePacking::planes, s.words.data(), count, width, &s.best);
-  const size_t value_bytes = s.best.write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
+  StreamOptions raw;
+  raw.raw_only = true;
+  s.codec.write(target, count * width, raw, &out);
+  const uint64_t value_bytes = out.size() - kFrameHeaderBytes;
   finish_frame(&header, &out);
   if (stats != nullptr) {
     *stats = EncodeStats{count, out.size(), 0, value_bytes, header.pos_coding, header.value_mode,

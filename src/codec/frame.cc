@@ -26,7 +26,12 @@ const char* value_mode_name(ValueMode mode) {
 }
 
 const char* value_packing_name(ValuePacking packing) {
-  return packing == ValuePacking::planes ? "planes" : "tokens";
+  switch (packing) {
+    case ValuePacking::planes: return "planes";
+    case ValuePacking::tokens: return "tokens";
+    case ValuePacking::words: return "words";
+  }
+  return "?";
 }
 
 std::string FrameHeader::describe() const {
@@ -95,6 +100,9 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
   DCR_REQUIRE(h->changed <= h->count(), Code::corrupt, "frame claims more changes than elements");
   DCR_REQUIRE(h->pos_coding != PosCoding::all || h->changed == h->count(), Code::corrupt,
               "frame codes positions as 'all' but not every element changed");
+  DCR_REQUIRE(!h->is_full() || (h->pos_coding == PosCoding::all && h->value_mode == ValueMode::overwrite &&
+                                h->value_packing == ValuePacking::words),
+              Code::corrupt, "full frame not coded as all / overwrite / words");
   return Status::ok();
 }
 }  // namespace

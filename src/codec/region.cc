@@ -17,10 +17,27 @@ Status sub_region(const Region& outer, const Box& inner, Region* out) {
 
 const uint8_t* dense_bytes(const Region& r, std::vector<uint8_t>* copy) {
   if (r.contiguous()) return r.data;
-  const size_t row_bytes = r.box.cols * r.width;
   copy->resize(r.box.elements() * r.width);
-  for (uint64_t row = 0; row < r.box.rows; ++row) std::memcpy(copy->data() + row * row_bytes, r.row(row), row_bytes);
+  copy_out(r, copy->data());
   return copy->data();
+}
+
+void copy_out(const Region& r, uint8_t* dense) {
+  const size_t row_bytes = r.box.cols * r.width;
+  if (r.contiguous()) {
+    std::memcpy(dense, r.data, r.box.rows * row_bytes);
+    return;
+  }
+  for (uint64_t row = 0; row < r.box.rows; ++row) std::memcpy(dense + row * row_bytes, r.row(row), row_bytes);
+}
+
+void copy_in(const Region& r, const uint8_t* dense) {
+  const size_t row_bytes = r.box.cols * r.width;
+  if (r.contiguous()) {
+    std::memcpy(r.data, dense, r.box.rows * row_bytes);
+    return;
+  }
+  for (uint64_t row = 0; row < r.box.rows; ++row) std::memcpy(r.row(row), dense + row * row_bytes, row_bytes);
 }
 
 uint64_t region_hash(const Region& region) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "dcr/codec/bit_io.h"
+#include "dcr/codec/scan.h"
 #include "dcr/codec/tokens.h"
 
 namespace dcr {
@@ -12,6 +13,7 @@ void Section::reset(size_t count) {
   for (RawStream& s : streams) {
     s.bytes.clear();
     s.try_zstd = false;
+    s.raw_only = false;
     s.counted = false;
   }
 }
@@ -32,6 +34,7 @@ size_t Section::write(StreamCodec* codec, int zstd_level, bool zstd_everywhere,
   for (const RawStream& s : streams) {
     StreamOptions options;
     options.try_zstd = s.try_zstd || zstd_everywhere;
+    options.raw_only = s.raw_only;
     options.zstd_level = zstd_level;
     codec->write(s.bytes.data(), s.bytes.size(), options, out, s.counted ? &s.hist : nullptr);
   }
@@ -125,6 +128,13 @@ void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed,
     build_tokens(changed, [&](uint64_t j) { return words[j]; }, section);
     return;
   }
+  if (packing == ValuePacking::words) {
+    section->reset(1);
+    std::vector<uint8_t>& out = section->streams[0].bytes;
+    out.resize(changed * width);
+    for (uint64_t j = 0; j < changed; ++j) store_word(out.data(), j, width, words[j]);
+    return;
+  }
   section->reset(width);
   for (unsigned b = 0; b < width; ++b) {
     std::vector<uint8_t>& plane = section->streams[b].bytes;
@@ -204,6 +214,14 @@ Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec,
       words[j] = word;
       return (word & ~mask) == 0;  // no wider than the element
     });
+  }
+  if (packing == ValuePacking::words) {
+    const uint8_t* bytes;
+    size_t size;
+    DCR_TRY(codec->read(reader, changed * width, 2, &bytes, &size));
+    DCR_REQUIRE(size == changed * width, Code::corrupt, "value words stream has the wrong length");
+    for (uint64_t j = 0; j < changed; ++j) words[j] = load_word(bytes, j, width);
+    return Status::ok();
   }
   for (uint64_t j = 0; j < changed; ++j) words[j] = 0;
   for (unsigned b = 0; b < width; ++b) {

@@ -15,6 +15,7 @@ namespace dcr {
 struct RawStream {
   std::vector<uint8_t> bytes;
   bool try_zstd = false;
+  bool raw_only = false;  // stored as is (no entropy stage)
   bool counted = false;  // `hist` already holds the byte histogram
   Histogram hist;
 };

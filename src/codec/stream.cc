@@ -57,7 +57,7 @@ Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& 
   Impl& m = *impl_;
   Coder best = Coder::raw;
   size_t best_size = size;
-  if (size > 0) {
+  if (size > 0 && !options.raw_only) {
     if (hist == nullptr) histogram_of(data, size, &m.hist);
     m.table.build(hist != nullptr ? *hist : m.hist);
     m.candidate.clear();
@@ -68,7 +68,7 @@ Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& 
       best_size = m.candidate.size();
     }
   }
-  if (options.try_zstd && size > 0) {
+  if (options.try_zstd && !options.raw_only && size > 0) {
     std::vector<uint8_t>& z = m.rans_scratch;  // rANS scratch is free again here
     z.resize(ZSTD_compressBound(size));
     const size_t zsize = ZSTD_compressCCtx(m.cctx, z.data(), z.size(), data, size, options.zstd_level);

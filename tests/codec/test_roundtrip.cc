@@ -87,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          PosCoding::gaps_token),
                        ::testing::Values(ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm,
                                          ValueMode::delta_tc),
-                       ::testing::Values(ValuePacking::planes, ValuePacking::tokens)),
+                       ::testing::Values(ValuePacking::planes, ValuePacking::tokens, ValuePacking::words)),
     [](const ::testing::TestParamInfo<Param>& info) {
       std::string name = "w" + std::to_string(std::get<0>(info.param)) + "_" +
                          pos_coding_name(std::get<1>(info.param)) + "_" +
@@ -247,6 +247,31 @@ TEST(RoundTripSpecial, BoxesReadFromAndAppliedIntoStridedBuffersAreExact) {
   Region partial = dst;
   partial.box.cols -= 1;
   EXPECT_EQ(decoder.apply(frame.data(), frame.size(), partial, 1, &outcome).code(), Code::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dcr
+
+namespace dcr {
+namespace {
+
+TEST(RoundTripSpecial, AForcedPackingAloneChoosesAModeThatPacksThatWay) {
+  const std::vector<uint8_t> base = test::random_bytes(5000 * 2, 31);
+  const std::vector<uint8_t> target = test::perturb(base, 2, 0.1, 32);
+  for (ValuePacking packing : {ValuePacking::planes, ValuePacking::tokens, ValuePacking::words}) {
+    EncodeOptions options;
+    options.value_packing = packing;
+    FrameEncoder encoder(options);
+    std::vector<uint8_t> frame, dst = base;
+    EncodeStats stats;
+    ASSERT_TRUE(encoder.encode_delta(test::flat(0, base.data(), 5000, 2), test::flat(0, target.data(), 5000, 2), {0, 1},
+                                     &frame, &stats).is_ok());
+    EXPECT_EQ(stats.value_packing, packing);
+    FrameDecoder decoder;
+    ApplyOutcome outcome;
+    ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), test::flat(0, dst.data(), 5000, 2), 0, &outcome).is_ok());
+    EXPECT_EQ(dst, target);
+  }
 }
 
 }  // namespace

@@ -43,10 +43,12 @@ class FrameDecoder {
 
  private:
   Status decode_payload(const uint8_t* frame, DecodedFrame* out);
+  Status apply_full(const uint8_t* frame, const Region& box);
   StreamCodec codec_;
   DecodedFrame scratch_;
   Hasher hasher_;
   std::vector<uint32_t> local_;  // positions of one block, relative to its run
+  std::vector<uint8_t> old_bits_;  // a full frame's destination before it was applied
 };
 
 }  // namespace dcr

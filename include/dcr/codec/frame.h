@@ -29,10 +29,13 @@ constexpr int kPosCodingCount = 4;
 enum class ValuePacking : uint8_t {
   planes = 0,  // byte b of every word in plane b
   tokens = 1,  // bucketed word tokens + raw low bits
+  words = 2,   // the words themselves, W bytes each, little-endian
 };
-constexpr int kValuePackingCount = 2;
+constexpr int kValuePackingCount = 3;
 
-constexpr uint8_t kFrameFlagFull = 1;  // applies over any destination bits (first sync, repair)
+// Applies over any destination bits (first sync, repair). A full frame always codes positions
+// 'all', values 'overwrite' packed as 'words': the bits of the box as they are.
+constexpr uint8_t kFrameFlagFull = 1;
 
 struct FrameHeader {
   Box box;  // the canonical elements: positions are offsets in its row-major order

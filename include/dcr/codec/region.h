@@ -32,6 +32,10 @@ Status sub_region(const Region& outer, const Box& inner, Region* out);
 // The region's elements densely, row-major: its own memory when contiguous, else a copy in `copy`.
 const uint8_t* dense_bytes(const Region& region, std::vector<uint8_t>* copy);
 
+// Copies the region's elements out to / in from a dense row-major array.
+void copy_out(const Region& region, uint8_t* dense);
+void copy_in(const Region& region, const uint8_t* dense);
+
 // hash64 of the region's elements in canonical (row-major) order.
 uint64_t region_hash(const Region& region);
 

@@ -17,6 +17,7 @@ enum class Coder : uint8_t { raw = 0, zstd = 1, rans = 2 };
 
 struct StreamOptions {
   bool try_zstd = false;  // zstd pays off on repetitive bytes (bitmaps, value planes), not on tokens
+  bool raw_only = false;  // store as is: no entropy stage (full frames: raw speed over size)
   int zstd_level = 1;
 };
 
