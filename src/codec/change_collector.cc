@@ -1,5 +1,8 @@
 #include "src/codec/change_collector.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "dcr/codec/scan.h"
 #include "dcr/codec/stream.h"
 #include "dcr/codec/tokens.h"
@@ -25,18 +28,19 @@ void TokenWriter::start(Section* section, uint64_t capacity) {
   if (symbols_.size() < capacity) symbols_.resize(capacity);
   count_ = 0;
   extra_bits_ = 0;
-  hist_.fill(0);
+  std::fill(std::begin(halves_), std::end(halves_), 0u);
   bits_ = BitWriter(&section->streams[1].bytes);
 }
 
 void TokenWriter::finish() {
   section_->streams[0].bytes.assign(symbols_.begin(), symbols_.begin() + count_);
-  section_->streams[0].hist = hist_;
+  Histogram& hist = section_->streams[0].hist;
+  for (int s = 0; s < 256; ++s) hist[s] = uint64_t(halves_[s]) + halves_[256 + s];
   section_->streams[0].counted = true;
   bits_.finish();
 }
 
-double TokenWriter::cost() const { return token_pair_cost(hist_, count_, extra_bits_); }
+double TokenWriter::cost() const { return token_pair_cost(section_->streams[0].hist, count_, extra_bits_); }
 
 void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t capacity) {
   width_ = width;

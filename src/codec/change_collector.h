@@ -28,14 +28,15 @@ class TokenWriter {
  public:
   struct Cursor {
     uint8_t* symbols;
-    uint64_t* hist;
+    uint32_t* hist;  // two interleaved halves (even, odd counts): runs of one symbol do not
+                     // serialise on one counter
     uint64_t count;
     uint64_t extra_bits;
     BitWriter bits;
     void add(uint64_t value) {
       const Token t = make_token(value);
+      ++hist[((count & 1) << 8) | t.symbol];
       symbols[count++] = t.symbol;
-      ++hist[t.symbol];
       if (t.extra_bits != 0) {
         extra_bits += t.extra_bits;
         bits.put(t.extra, t.extra_bits);
@@ -44,7 +45,7 @@ class TokenWriter {
   };
 
   void start(Section* section, uint64_t capacity);
-  Cursor cursor() { return Cursor{symbols_.data(), hist_.data(), count_, extra_bits_, bits_}; }
+  Cursor cursor() { return Cursor{symbols_.data(), halves_, count_, extra_bits_, bits_}; }
   void commit(const Cursor& c) {
     count_ = c.count;
     extra_bits_ = c.extra_bits;
@@ -58,7 +59,7 @@ class TokenWriter {
   std::vector<uint8_t> symbols_;  // grows, never shrinks: no clearing per frame
   uint64_t count_ = 0;
   uint64_t extra_bits_ = 0;
-  Histogram hist_{};
+  uint32_t halves_[512] = {};
   BitWriter bits_{nullptr};
 };
 

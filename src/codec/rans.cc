@@ -48,7 +48,7 @@ void RansTable::build(const Histogram& hist) {
       const int64_t cut = std::min<int64_t>(sum - kRansProbScale, freq_[largest] - 1);
       freq_[largest] -= static_cast<uint32_t>(cut);
       sum -= cut;
-      if (cut == 0) break;  // unreachable: 256 symbols cannot all sit at 1 with sum > 2^15
+      if (cut == 0) break;  // unreachable: 256 symbols at 1 each sum to less than 2^12
     }
   }
   finish_cumulative();
@@ -142,8 +142,8 @@ inline void encode_one(uint32_t& x, uint8_t s, const RansTable& table, uint8_t*&
 inline bool decode_one(uint32_t& x, const RansSlot* lookup, const uint8_t* code, size_t size, size_t& pos,
                        uint8_t* symbol) {
   const RansSlot slot = lookup[x & (kRansProbScale - 1)];
-  *symbol = slot.symbol;
-  x = (slot.freq_minus_one + 1u) * (x >> kRansProbBits) + slot.bias;
+  *symbol = static_cast<uint8_t>(slot);
+  x = ((slot >> 20) + 1) * (x >> kRansProbBits) + ((slot >> 8) & 0xfff);
   while (x < kLow) {
     if (pos == size) return false;
     x = (x << 8) | code[pos++];
@@ -184,9 +184,7 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
   RansSlot* lookup = slots->data();
   for (int s = 0; s < 256; ++s) {
     const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
-    for (uint32_t k = 0; k < f; ++k) {
-      lookup[c + k] = RansSlot{static_cast<uint16_t>(f - 1), static_cast<uint16_t>(k), static_cast<uint8_t>(s)};
-    }
+    for (uint32_t k = 0; k < f; ++k) lookup[c + k] = ((f - 1) << 20) | (k << 8) | static_cast<uint32_t>(s);
   }
   uint32_t x[4];
   for (int k = 0; k < 4; ++k) {
