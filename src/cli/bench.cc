@@ -5,10 +5,10 @@
 #include <fstream>
 #include <stdexcept>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "dcr/bench/codec_bench.h"
+#include "dcr/core/percent_list.h"
 #include "src/cli/commands.h"
 
 namespace po = boost::program_options;
@@ -16,25 +16,6 @@ namespace po = boost::program_options;
 namespace dcr::cli {
 
 namespace {
-
-std::vector<double> parse_rates(const std::string& text) {
-  std::vector<double> rates;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    double rate = 0;
-    try {
-      rate = std::stod(item, &used);
-    } catch (const std::exception&) {
-    }
-    if (used == 0 || used != item.size() || rate <= 0 || rate >= 100) {
-      throw std::invalid_argument("--rates: '" + item + "' is not a percentage in (0, 100)");
-    }
-    rates.push_back(rate);
-  }
-  return rates;
-}
 
 int run_codec(int argc, char** argv) {
   CodecBenchOptions o;
@@ -66,7 +47,8 @@ int run_codec(int argc, char** argv) {
       po::store(po::parse_config_file(file, desc), vm);
     }
     po::notify(vm);
-    o.rates = parse_rates(rates);
+    const Status parsed = parse_percent_list(rates, "--rates", &o.rates);
+    if (!parsed.is_ok()) throw std::invalid_argument(parsed.message());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dcr bench codec: %s\n\n", e.what());
     std::cerr << desc << "\n";

@@ -1,35 +1,17 @@
 #include "dcr/refit/config.h"
 
+#include "dcr/core/percent_list.h"
+
 #include <boost/program_options.hpp>
 
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace po = boost::program_options;
 
 namespace dcr {
 
 namespace {
-
-Status parse_rates(const std::string& text, std::vector<double>* rates) {
-  rates->clear();
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    double rate = 0;
-    try {
-      rate = std::stod(item, &used);
-    } catch (const std::exception&) {
-    }
-    DCR_REQUIRE(used != 0 && used == item.size() && rate > 0 && rate < 100, Code::invalid_argument,
-                "--rates: '" + item + "' is not a percentage in (0, 100)");
-    rates->push_back(rate);
-  }
-  DCR_REQUIRE(!rates->empty(), Code::invalid_argument, "--rates is empty");
-  return Status::ok();
-}
 
 Status check(const RefitConfig& c) {
   DCR_REQUIRE(c.trainers >= 1, Code::invalid_argument, "--trainers must be at least 1");
@@ -103,7 +85,7 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
     *exit_now = true;
     return Status::ok();
   }
-  DCR_TRY(parse_rates(rates, &c->rates));
+  DCR_TRY(parse_percent_list(rates, "--rates", &c->rates));
   return check(*c);
 }
 

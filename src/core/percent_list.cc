@@ -1,0 +1,26 @@
+#include "dcr/core/percent_list.h"
+
+#include <sstream>
+
+namespace dcr {
+
+Status parse_percent_list(const std::string& text, const std::string& option, std::vector<double>* out) {
+  out->clear();
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+    }
+    DCR_REQUIRE(used != 0 && used == item.size() && value > 0 && value < 100, Code::invalid_argument,
+                option + ": '" + item + "' is not a percentage in (0, 100)");
+    out->push_back(value);
+  }
+  DCR_REQUIRE(!out->empty(), Code::invalid_argument, option + " is empty");
+  return Status::ok();
+}
+
+}  // namespace dcr
