@@ -7,13 +7,14 @@ packages=(
   build-essential cmake pkg-config git
   openmpi-bin libopenmpi-dev          # MPI: control plane, launch
   libucx-dev ucx-utils                # UCX: data plane
-  libhdf5-dev                         # HDF5: snapshots and checkpoints
+  libhdf5-dev hdf5-tools              # HDF5: snapshots and checkpoints (h5dump)
   libzstd-dev zstd                    # zstd: entropy stage
   libxxhash-dev                       # XXH3 hashes
   libboost-program-options-dev        # command line and INI configs
   libgtest-dev                        # GoogleTest
   nlohmann-json3-dev                  # JSON records and tfjs manifests
   clang libclang-rt-14-dev            # libFuzzer for the decoder fuzz target
+  gnuplot-nox                         # benchmark plots (perf/report.sh)
 )
 
 missing=()

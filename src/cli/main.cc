@@ -16,7 +16,10 @@ struct Command {
 
 const Command kCommands[] = {
     {"refit", "the SPMD refit job: trainers -> relay tree -> rollouts (run under mpirun)", dcr::cli::run_refit_command},
+    {"state", "each rank's committed version in a refit state directory", dcr::cli::run_state},
     {"bench", "benchmarks: 'dcr bench codec' (frame sizes, entropy bounds, GB/s)", dcr::cli::run_bench},
+    {"project", "refit time for large models projected from rates measured here (--calibrate: vs the paper)", dcr::cli::run_project},
+    {"convert", "convert a checkpoint between safetensors and HDF5 (.safetensors, .h5/.hdf5), bit for bit", dcr::cli::run_convert},
     {"info", "build configuration and library versions (MPI, UCX, HDF5, zstd, CUDA)", dcr::cli::run_info},
 };
 

@@ -196,9 +196,9 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
   const Status truncated(Code::corrupt, "rANS stream: truncated");
   size_t i = 0;
   for (; i + 4 <= count; i += 4) {
-    const bool ok = decode_one(x0, lookup, code, code_bytes, pos, &symbols[i]) &
-                    decode_one(x1, lookup, code, code_bytes, pos, &symbols[i + 1]) &
-                    decode_one(x2, lookup, code, code_bytes, pos, &symbols[i + 2]) &
+    const bool ok = decode_one(x0, lookup, code, code_bytes, pos, &symbols[i]) &&
+                    decode_one(x1, lookup, code, code_bytes, pos, &symbols[i + 1]) &&
+                    decode_one(x2, lookup, code, code_bytes, pos, &symbols[i + 2]) &&
                     decode_one(x3, lookup, code, code_bytes, pos, &symbols[i + 3]);
     if (!ok) return truncated;
   }

@@ -24,6 +24,7 @@ const uint8_t* dense_bytes(const Region& r, std::vector<uint8_t>* copy) {
 
 void copy_out(const Region& r, uint8_t* dense) {
   const size_t row_bytes = r.box.cols * r.width;
+  if (r.box.empty()) return;  // an empty box may have no memory at all
   if (r.contiguous()) {
     std::memcpy(dense, r.data, r.box.rows * row_bytes);
     return;
@@ -33,6 +34,7 @@ void copy_out(const Region& r, uint8_t* dense) {
 
 void copy_in(const Region& r, const uint8_t* dense) {
   const size_t row_bytes = r.box.cols * r.width;
+  if (r.box.empty()) return;
   if (r.contiguous()) {
     std::memcpy(r.data, dense, r.box.rows * row_bytes);
     return;

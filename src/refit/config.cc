@@ -28,6 +28,7 @@ Status check(const RefitConfig& c) {
   DCR_REQUIRE(c.window >= 1, Code::invalid_argument, "--window must be at least 1");
   DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
   DCR_REQUIRE(c.timeout_s > 0, Code::invalid_argument, "--timeout must be positive");
+  DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
   return Status::ok();
 }
 
@@ -66,7 +67,14 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("seed", po::value(&c->seed)->default_value(c->seed), "seed of the change model")
       ("json", po::value(&c->json), "write per-step records as JSON to this file")
       ("csv", po::value(&c->csv), "write per-step records as CSV to this file")
-      ("fault", po::value(&c->fault), "test-only fault injection: wrong-base@STEP or corrupt@STEP");
+      ("state-dir", po::value(&c->state_dir),
+       "directory for durable progress (per-rank journals, rollout snapshots); running the same command again "
+       "resumes from it")
+      ("snapshot-every", po::value(&c->snapshot_every)->default_value(c->snapshot_every),
+       "rollouts write an HDF5 snapshot every N committed versions (0: never)")
+      ("fault", po::value(&c->fault), "test only: wrong-base@VERSION or corrupt@VERSION")
+      ("fail-at", po::value(&c->fail_at),
+       "test only: ROLE:INDEX:PHASE:VERSION kills that rank (kill -9) in phase encode|stream|apply|commit");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);

@@ -29,27 +29,15 @@ Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
 
 }  // namespace
 
-Status parse_fault(const std::string& text, Fault* fault) {
-  *fault = Fault{};
-  if (text.empty()) return Status::ok();
-  const size_t at = text.find('@');
-  const std::string kind = text.substr(0, at);
-  DCR_REQUIRE(at != std::string::npos && (kind == "wrong-base" || kind == "corrupt"), Code::invalid_argument,
-              "--fault '" + text + "' is not wrong-base@STEP or corrupt@STEP");
-  fault->kind = kind == "wrong-base" ? Fault::wrong_base : Fault::corrupt;
-  try {
-    fault->version = std::stoull(text.substr(at + 1));
-  } catch (const std::exception&) {
-    return Status(Code::invalid_argument, "--fault '" + text + "': the step is not a number");
-  }
-  return Status::ok();
-}
-
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                    Shard* baseline, Shard* current, const Fault& fault, FrameEncoder* encoder, StepStats* stats) {
+                    Shard* baseline, Shard* current, const FrameFault& fault, FrameEncoder* encoder,
+                    StepStats* stats) {
   const int root = link.topology->relay_rank(0);
-  const bool hit = fault.kind != Fault::none && fault.version == versions.target && trainer == 0;
+  const bool hit = fault.kind != FrameFault::none && fault.version == versions.target && trainer == 0;
+  const size_t total = plan.frames[trainer].size();
+  maybe_kill(*link.kill, *link.topology, Phase::encode, versions.target);
   for (const PlannedFrame& f : plan.frames[trainer]) {
+    if (stats->frames == total / 2) maybe_kill(*link.kill, *link.topology, Phase::stream, versions.target);
     auto start = Clock::now();
     Region base, target;
     DCR_TRY(baseline->region(f.box, &base));
@@ -60,13 +48,13 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     auto frame = std::make_shared<std::vector<uint8_t>>();
     EncodeStats es;
     Versions v = versions;
-    if (hit && fault.kind == Fault::wrong_base) v.base = versions.base + 1000;
+    if (hit && fault.kind == FrameFault::wrong_base) v.base = versions.base + 1000;
     if (kind == FrameKind::full) {
       DCR_TRY(encoder->encode_full(target, versions.target, frame.get(), &es));
     } else {
       DCR_TRY(encoder->encode_delta(base, target, v, frame.get(), &es));
     }
-    if (hit && fault.kind == Fault::corrupt && stats->frames == 0) corrupt(frame.get());
+    if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(frame.get());
     stats->encode_s += since(start);
     stats->frames += 1;
     stats->wire_bytes += frame->size();
@@ -83,11 +71,12 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
   return Status::ok();
 }
 
-Status relay_step(const RefitPlan& plan, const Link& link, int relay, StepStats* stats) {
+Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats) {
   const Topology& t = *link.topology;
   const uint64_t expected = plan.frames_for_relay(t, relay);
   const int parent = t.relay_parent[relay] < 0 ? kAnyPeer : t.relay_rank(t.relay_parent[relay]);
   for (uint64_t n = 0; n < expected; ++n) {
+    if (n == expected / 2) maybe_kill(*link.kill, t, Phase::stream, target);
     auto start = Clock::now();
     Message message;
     Status got = link.transport->receive(parent, kFrameChannel, &message, link.timeout_s);
@@ -116,13 +105,15 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, StepStats*
   return Status::ok();
 }
 
-Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, uint64_t committed, Shard* shard,
+Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versions versions, bool full, Shard* shard,
                     FrameDecoder* decoder, StepStats* stats) {
   const Topology& t = *link.topology;
   const uint64_t expected = plan.frames_for_rollout(rollout);
   const int parent = t.relay_rank(t.rollout_relay[rollout]);
+  const uint64_t committed = full ? kAnyVersion : versions.base;
   Status first_error;
   for (uint64_t n = 0; n < expected; ++n) {
+    if (n == expected / 2) maybe_kill(*link.kill, t, Phase::apply, versions.target);
     auto start = Clock::now();
     Message message;
     DCR_TRY(link.transport->receive(parent, kFrameChannel, &message, link.timeout_s)

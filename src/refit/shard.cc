@@ -5,8 +5,12 @@
 namespace dcr {
 
 Shard::Shard(const Manifest& manifest, Holdings holdings) : manifest_(&manifest), holdings_(std::move(holdings)) {
+  dtypes_.assign(holdings_.buffer_names.size(), DType::u8);
   widths_.assign(holdings_.buffer_names.size(), 1);
-  for (const LocalPiece& p : holdings_.pieces) widths_[p.buffer] = static_cast<unsigned>(manifest.tensors[p.box.tensor].width());
+  for (const LocalPiece& p : holdings_.pieces) {
+    dtypes_[p.buffer] = manifest.tensors[p.box.tensor].dtype;
+    widths_[p.buffer] = static_cast<unsigned>(manifest.tensors[p.box.tensor].width());
+  }
   buffers_.resize(widths_.size());
   for (size_t b = 0; b < buffers_.size(); ++b) buffers_[b].assign(holdings_.buffer_elements[b] * widths_[b], 0);
 }
@@ -63,6 +67,29 @@ bool Shard::matches(const CanonicalBits& canonical, std::string* difference) con
                  return false;
                });
   return same;
+}
+
+Manifest Shard::buffer_manifest() const {
+  Manifest m;
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    m.tensors.push_back(TensorDesc{holdings_.buffer_names[b], dtypes_[b],
+                                   {static_cast<int64_t>(holdings_.buffer_elements[b])}, false});
+  }
+  return m;
+}
+
+Status Shard::restore(const Manifest& manifest, CanonicalBits buffers) {
+  DCR_REQUIRE(manifest.tensors.size() == buffers_.size() && buffers.size() == buffers_.size(), Code::corrupt,
+              "snapshot holds " + std::to_string(manifest.tensors.size()) + " buffers, this rank has " +
+                  std::to_string(buffers_.size()));
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    DCR_REQUIRE(manifest.tensors[b].name == holdings_.buffer_names[b] && buffers[b].size() == buffers_[b].size(),
+                Code::corrupt,
+                "snapshot buffer '" + manifest.tensors[b].name + "' does not match local buffer '" +
+                    holdings_.buffer_names[b] + "'");
+  }
+  buffers_ = std::move(buffers);
+  return Status::ok();
 }
 
 void Shard::copy_from(const Shard& other) {

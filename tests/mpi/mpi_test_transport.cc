@@ -1,4 +1,4 @@
-// The shared transport suite (transport_suite.h) under MPI for the "mpi" and "ucx" backends, plus
+// The shared transport suite (transport_suite.h) under MPI for the "mpi", "ucx" and "spool" backends, plus
 // a throughput probe. Run under mpirun (ctest: mpi_transport_np3). Rank 0 prints gtest's report;
 // other ranks print only their failures; the exit code is non-zero when any rank failed.
 #include <gtest/gtest.h>
@@ -52,18 +52,18 @@ TEST_P(MpiSuite, Case) {
 
 INSTANTIATE_TEST_SUITE_P(
     Backends, MpiSuite,
-    ::testing::Combine(::testing::Values("mpi", "ucx"), ::testing::Range<size_t>(0, test::suite_cases().size())),
+    ::testing::Combine(::testing::Values("mpi", "ucx", "spool"), ::testing::Range<size_t>(0, test::suite_cases().size())),
     [](const ::testing::TestParamInfo<MpiSuite::ParamType>& info) {
       return std::get<0>(info.param) + "_" + test::suite_cases()[std::get<1>(info.param)].name;
     });
 
-// Rank 0 streams 64 messages of 8 MiB to rank 1, all posted at once; rank 0 reports the rate.
+// Rank 0 streams 64 messages of 8 MiB (spool: 8) to rank 1, all posted at once; rank 0 reports the rate.
 class Throughput : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Throughput, EightMiBMessages) {
   std::unique_ptr<Transport> t = open(GetParam());
   ASSERT_NE(t, nullptr);
-  const int count = 64;
+  const int count = GetParam() == "spool" ? 8 : 64;  // spool: every message is a file written and fsynced
   const size_t size = 8u << 20;
   const SharedBytes message = test::pattern_message(size, 1);
   Message m;
@@ -87,7 +87,7 @@ TEST_P(Throughput, EightMiBMessages) {
                 count * size / seconds / 1e9);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Throughput, ::testing::Values("mpi", "ucx"),
+INSTANTIATE_TEST_SUITE_P(Backends, Throughput, ::testing::Values("mpi", "ucx", "spool"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // On ranks other than 0: prints each failed assertion, tagged with the rank.

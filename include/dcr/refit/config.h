@@ -31,7 +31,10 @@ struct RefitConfig {
   uint64_t seed = 1;
   std::string json;                  // per-step records (JSON)
   std::string csv;                   // per-step records (CSV)
-  std::string fault;                 // test-only fault injection: wrong-base@STEP | corrupt@STEP
+  std::string state_dir;             // durable progress (journals, snapshots); empty: none
+  int snapshot_every = 1;            // rollout snapshot every N committed versions (0: never)
+  std::string fault;                 // test-only: wrong-base@VERSION | corrupt@VERSION
+  std::string fail_at;               // test-only: ROLE:INDEX:PHASE:VERSION kill -9 point
 };
 
 // Parses argv (argv[0] is the subcommand). Prints --help and sets *exit_now when asked.

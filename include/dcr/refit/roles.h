@@ -9,6 +9,7 @@
 
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
+#include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
 #include "dcr/refit/shard.h"
 #include "dcr/transport/transport.h"
@@ -32,29 +33,24 @@ struct StepStats {
   double wait_s = 0;        // relay/rollout: waiting for the next frame
 };
 
-// Test-only faults a trainer injects into one step.
-struct Fault {
-  enum Kind { none, wrong_base, corrupt } kind = none;
-  uint64_t version = 0;  // the target version it hits
-};
-Status parse_fault(const std::string& text, Fault* fault);
-
 struct Link {
   Transport* transport;
   const Topology* topology;
   int window;
   double timeout_s;
+  const KillPoint* kill;  // injected kill -9 points (test only)
 };
 
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                    Shard* baseline, Shard* current, const Fault& fault, FrameEncoder* encoder, StepStats* stats);
+                    Shard* baseline, Shard* current, const FrameFault& fault, FrameEncoder* encoder,
+                    StepStats* stats);
 
-Status relay_step(const RefitPlan& plan, const Link& link, int relay, StepStats* stats);
+Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats);
 
-// Applies every frame this rollout needs into `shard`; `committed` is its version (the base every
-// delta must name). Keeps receiving after a failed apply, so the sender side is drained, and
+// Applies every frame this rollout needs into `shard`; versions.base is its committed version (the
+// base every delta must name); `full` frames apply over anything. Keeps receiving after a failed apply, so the sender side is drained, and
 // returns the first error.
-Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, uint64_t committed, Shard* shard,
+Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versions versions, bool full, Shard* shard,
                     FrameDecoder* decoder, StepStats* stats);
 
 }  // namespace dcr

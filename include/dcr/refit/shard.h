@@ -32,9 +32,16 @@ class Shard {
   // Copies all buffers from another shard of the same holdings (a baseline promotion).
   void copy_from(const Shard& other);
 
+  // The local buffers as a checkpoint: one 1-D "tensor" per buffer (named after it, typed like the
+  // tensors it holds), for snapshots; and back, checking every buffer's name and size.
+  Manifest buffer_manifest() const;
+  const std::vector<std::vector<uint8_t>>& buffers() const { return buffers_; }
+  Status restore(const Manifest& manifest, CanonicalBits buffers);
+
  private:
   const Manifest* manifest_ = nullptr;
   Holdings holdings_;
+  std::vector<DType> dtypes_;     // element type of each buffer
   std::vector<unsigned> widths_;  // element width of each buffer
   std::vector<std::vector<uint8_t>> buffers_;
 };

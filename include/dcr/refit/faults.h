@@ -1,0 +1,41 @@
+// Deterministic fault injection for the fault tests (never set in production runs):
+//  --fault wrong-base@V | corrupt@V        trainer 0 sends a delta naming a wrong base, or flips a
+//                                          payload bit of its first frame, for version V;
+//  --fail-at ROLE:INDEX:PHASE:V            that rank kills itself (SIGKILL, like kill -9) in PHASE of
+//                                          version V: encode | stream | apply | commit. With a state
+//                                          directory it fires once (a marker file remembers it), so
+//                                          running the same command again resumes past it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dcr/core/status.h"
+#include "dcr/refit/topology.h"
+
+namespace dcr {
+
+enum class Phase { encode, stream, apply, commit };
+const char* phase_name(Phase phase);
+
+struct FrameFault {
+  enum Kind { none, wrong_base, corrupt } kind = none;
+  uint64_t version = 0;
+};
+
+struct KillPoint {
+  bool armed = false;
+  Role role = Role::trainer;
+  int index = 0;
+  Phase phase = Phase::encode;
+  uint64_t version = 0;
+  std::string marker;  // file that records the kill happened (empty: no state directory)
+};
+
+Status parse_frame_fault(const std::string& text, FrameFault* fault);
+Status parse_kill_point(const std::string& text, const std::string& state_dir, KillPoint* point);
+
+// Kills this process if `point` names this rank, phase and version (and has not fired before).
+void maybe_kill(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version);
+
+}  // namespace dcr

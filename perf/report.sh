@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# PNG plots (into DIR) of a benchmark's results, drawn with gnuplot from CSV files extracted here
+# into DIR/plots/:
+#   perf/bench_refit.sh output (refit-<gbps>.csv): refit-time.png (delta vs full refit vs MPI_Bcast
+#     per link) and refit-stages.png (seconds per stage of every delta refit);
+#   perf/bench_codec.sh output (codec.json): codec-bytes.png (wire bytes vs the entropy bound and
+#     the NeMo-style and PULSE-style encodings).
+# Usage: perf/report.sh DIR   (needs gnuplot: apt-get install gnuplot-nox)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+dir=${1:?usage: perf/report.sh DIR (a results/refit-* or results/codec-* directory)}
+[ -d "$dir" ] || { echo "perf/report.sh: '$dir' is not a directory" >&2; exit 2; }
+command -v gnuplot >/dev/null || { echo "perf/report.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 1; }
+compgen -G "$dir/refit-*.csv" >/dev/null || [ -f "$dir/codec.json" ] ||
+  { echo "perf/report.sh: no refit-*.csv or codec.json in '$dir'" >&2; exit 1; }
+mkdir -p "$dir/plots"
+
+# refit-<gbps>.csv -> plots/refit-time-<i>.csv (one per link) and plots/refit-stages.csv; prints
+# the link labels (quoted, fastest first) and the number of delta steps.
+refit_csvs() {
+  python3 - "$1" <<'PY'
+import csv, glob, os, sys
+d = sys.argv[1]
+paths = glob.glob(os.path.join(d, "refit-*.csv"))
+links = sorted((float(os.path.basename(p)[6:-4]), p) for p in paths)
+links = [l for l in links if l[0] == 0] + sorted((l for l in links if l[0] > 0), reverse=True)
+labels, stages = [], []
+for i, (gbps, path) in enumerate(links, 1):
+    label = "unlimited" if gbps == 0 else "%g Gbit/s" % gbps
+    labels.append('"%s"' % label)
+    rows = [r for r in csv.DictReader(open(path)) if r["kind"] == "delta"]
+    with open(os.path.join(d, "plots", "refit-time-%d.csv" % i), "w") as out:
+        out.write("# changed_percent,delta_s,full_s,bcast_s\n")
+        for r in rows:
+            out.write("%.3f,%s,%s,%s\n" % (100 * float(r["change_rate"]), r["seconds"], r["full_seconds"],
+                                           r["bcast_seconds"]))
+    for r in rows:
+        stages.append(["%g%% | %s" % (round(100 * float(r["change_rate"]), 1), label)] +
+                      [r[k] for k in ("encode_s", "send_s", "relay_s", "apply_s", "commit_s", "seconds")])
+with open(os.path.join(d, "plots", "refit-stages.csv"), "w") as out:
+    out.write("# case,encode_s,send_s,relay_s,apply_s,commit_s,seconds\n")
+    for s in stages:
+        out.write(",".join(s) + "\n")
+print(" ".join(labels))
+print(len(stages))
+PY
+}
+
+# codec.json -> plots/codec-bytes.csv (MB per case).
+codec_csv() {
+  python3 - "$1" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+records = json.load(open(os.path.join(d, "codec.json")))["records"]
+with open(os.path.join(d, "plots", "codec-bytes.csv"), "w") as out:
+    out.write("# case,dcr_mb,entropy_bound_mb,nemo_style_mb,pulse_style_mb\n")
+    for r in records:
+        out.write("%s (%.2f%%),%.6f,%.6f,%.6f,%.6f\n" % (
+            r["case"].split(" ")[0], 100 * r["change_rate"], r["wire_bytes"] / 1e6, r["entropy_bound_bytes"] / 1e6,
+            r["nemo_style_bytes"] / 1e6, r["pulse_style_bytes"] / 1e6))
+print(len(records))
+PY
+}
+
+if compgen -G "$dir/refit-*.csv" >/dev/null; then
+  { read -r links; read -r steps; } < <(refit_csvs "$dir")
+  gnuplot -e "dir='$dir/plots'; links='$links'; out='$dir/refit-time.png'" "$here/plot_refit_time.gp"
+  gnuplot -e "data='$dir/plots/refit-stages.csv'; bars=$steps; out='$dir/refit-stages.png'" "$here/plot_refit_stages.gp"
+  echo "$dir/refit-time.png $dir/refit-stages.png"
+fi
+if [ -f "$dir/codec.json" ]; then
+  cases=$(codec_csv "$dir")
+  gnuplot -e "data='$dir/plots/codec-bytes.csv'; bars=$cases; out='$dir/codec-bytes.png'" "$here/plot_codec_bytes.gp"
+  echo "$dir/codec-bytes.png"
+fi

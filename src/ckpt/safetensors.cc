@@ -1,0 +1,285 @@
+#include "dcr/ckpt/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "dcr/ckpt/checkpoint.h"
+#include "src/ckpt/durable_file.h"
+#include "src/ckpt/tensor_size.h"
+
+namespace dcr {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kMetadataKey = "__metadata__";
+
+struct DTypeName {
+  DType dtype;
+  const char* name;
+};
+constexpr DTypeName kDTypeNames[] = {
+    {DType::bf16, "BF16"}, {DType::f16, "F16"}, {DType::f32, "F32"},         {DType::f64, "F64"},
+    {DType::i64, "I64"},   {DType::i32, "I32"}, {DType::u8, "U8"},           {DType::f8_e4m3, "F8_E4M3"},
+    {DType::f8_e5m2, "F8_E5M2"},
+};
+
+const char* safetensors_name(DType dtype) {
+  for (const DTypeName& d : kDTypeNames) {
+    if (d.dtype == dtype) return d.name;
+  }
+  return "";  // every DType is in kDTypeNames
+}
+
+// A tensor as the header describes it; offsets are relative to the byte buffer.
+struct Entry {
+  TensorDesc desc;
+  uint64_t begin = 0, end = 0;
+};
+
+std::string range_text(const Entry& e) {
+  return "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+}
+
+// Parses with nlohmann, refusing duplicate keys in any object (the format disallows them, and JSON
+// parsers would silently keep the last one).
+Status parse_json(const std::string& text, json* out) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string entry, duplicate;  // the top-level key being parsed; the first duplicate found
+  const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end) open_objects.pop_back();
+    if (event != json::parse_event_t::key) return true;
+    const std::string key = parsed.get<std::string>();
+    if (open_objects.size() == 1) entry = key;
+    if (!open_objects.back().insert(key).second && duplicate.empty()) {
+      duplicate = "\"" + key + "\"" + (open_objects.size() == 1 ? "" : " (in \"" + entry + "\")");
+    }
+    return true;
+  };
+  try {
+    *out = json::parse(text, track);
+  } catch (const json::parse_error& e) {
+    return Status(Code::corrupt, std::string("header is not valid JSON: ") + e.what());
+  }
+  DCR_REQUIRE(duplicate.empty(), Code::corrupt, "header has the key " + duplicate + " twice");
+  return Status::ok();
+}
+
+Status parse_dtype_field(const json& value, DType* out) {
+  DCR_REQUIRE(value.is_string(), Code::corrupt, "\"dtype\" is not a string");
+  const std::string name = value.get<std::string>();
+  for (const DTypeName& d : kDTypeNames) {
+    if (name == d.name) {
+      *out = d.dtype;
+      return Status::ok();
+    }
+  }
+  return Status(Code::corrupt, "unknown dtype \"" + name + "\" (dcr reads BF16, F16, F32, F64, I64, I32, U8, F8_E4M3, F8_E5M2)");
+}
+
+Status parse_shape(const json& value, std::vector<int64_t>* shape) {
+  DCR_REQUIRE(value.is_array(), Code::corrupt, "\"shape\" is not an array");
+  for (const json& d : value) {
+    DCR_REQUIRE(d.is_number_unsigned() && d.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
+                Code::corrupt, "\"shape\" " + value.dump() + " holds something other than dimensions");
+    DCR_REQUIRE(d.get<uint64_t>() > 0, Code::invalid_argument,
+                "shape " + value.dump() + " has a zero dimension: an empty tensor, which dcr does not hold");
+    shape->push_back(d.get<int64_t>());
+  }
+  return Status::ok();
+}
+
+Status parse_offsets(const json& value, Entry* e) {
+  DCR_REQUIRE(value.is_array() && value.size() == 2 && value[0].is_number_unsigned() && value[1].is_number_unsigned(),
+              Code::corrupt, "\"data_offsets\" " + value.dump() + " is not [begin, end]");
+  e->begin = value[0].get<uint64_t>();
+  e->end = value[1].get<uint64_t>();
+  DCR_REQUIRE(e->begin <= e->end, Code::corrupt, range_text(*e) + " end before they begin");
+  uint64_t bytes = 0;
+  DCR_TRY(checked_nbytes(e->desc, &bytes));
+  DCR_REQUIRE(e->end - e->begin == bytes, Code::corrupt,
+              range_text(*e) + " hold " + std::to_string(e->end - e->begin) + " bytes but " +
+                  safetensors_name(e->desc.dtype) + " " + shape_text(e->desc.shape) + " needs " + std::to_string(bytes));
+  return Status::ok();
+}
+
+Status parse_entry(const std::string& name, const json& value, Entry* e) {
+  DCR_REQUIRE(value.is_object(), Code::corrupt, "entry is not an object");
+  for (const auto& item : value.items()) {
+    DCR_REQUIRE(item.key() == "dtype" || item.key() == "shape" || item.key() == "data_offsets", Code::corrupt,
+                "unexpected key \"" + item.key() + "\"");
+  }
+  DCR_REQUIRE(value.size() == 3, Code::corrupt, "entry lacks one of \"dtype\", \"shape\", \"data_offsets\"");
+  e->desc.name = name;
+  e->desc.is_buffer = is_buffer_name(name);
+  DCR_TRY(parse_dtype_field(value["dtype"], &e->desc.dtype));
+  DCR_TRY(parse_shape(value["shape"], &e->desc.shape));
+  return parse_offsets(value["data_offsets"], e);
+}
+
+Status parse_metadata(const json& value, SafetensorsMetadata* metadata) {
+  DCR_REQUIRE(value.is_object(), Code::corrupt, "\"__metadata__\" is not an object");
+  for (const auto& item : value.items()) {
+    DCR_REQUIRE(item.value().is_string(), Code::corrupt,
+                "\"__metadata__\" value of \"" + item.key() + "\" is not a string");
+    if (metadata) (*metadata)[item.key()] = item.value().get<std::string>();
+  }
+  return Status::ok();
+}
+
+Status parse_header(const std::string& text, std::vector<Entry>* entries, SafetensorsMetadata* metadata) {
+  DCR_REQUIRE(!text.empty() && text[0] == '{', Code::corrupt, "header does not begin with '{'");
+  json header;
+  DCR_TRY(parse_json(text, &header));
+  for (const auto& item : header.items()) {
+    if (item.key() == kMetadataKey) {
+      DCR_TRY(parse_metadata(item.value(), metadata));
+      continue;
+    }
+    Entry e;
+    DCR_TRY(parse_entry(item.key(), item.value(), &e).with_context("tensor '" + item.key() + "'"));
+    entries->push_back(std::move(e));
+  }
+  return Status::ok();
+}
+
+// Sorts by offset and requires the tensors to tile the byte buffer exactly.
+Status check_tiling(std::vector<Entry>* entries, uint64_t buffer_bytes) {
+  std::sort(entries->begin(), entries->end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  uint64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& e : *entries) {
+    const std::string where = "tensor '" + e.desc.name + "' " + range_text(e);
+    DCR_REQUIRE(e.begin >= covered, Code::corrupt,
+                where + " overlap tensor '" + (previous ? previous->desc.name : "") + "', which ends at " + std::to_string(covered));
+    DCR_REQUIRE(e.begin == covered, Code::corrupt,
+                where + " leave a hole: bytes [" + std::to_string(covered) + ", " + std::to_string(e.begin) +
+                    ") of the data buffer belong to no tensor");
+    DCR_REQUIRE(e.end <= buffer_bytes, Code::corrupt,
+                where + " run past the end of the " + std::to_string(buffer_bytes) + "-byte data buffer (truncated file?)");
+    covered = e.end;
+    previous = &e;
+  }
+  DCR_REQUIRE(covered == buffer_bytes, Code::corrupt,
+              "the data buffer holds " + std::to_string(buffer_bytes) + " bytes but the tensors cover only " +
+                  std::to_string(covered) + " (trailing bytes belong to no tensor)");
+  return Status::ok();
+}
+
+Status read_bytes(std::ifstream& in, void* data, uint64_t bytes, const std::string& what) {
+  in.read(static_cast<char*>(data), static_cast<std::streamsize>(bytes));
+  DCR_REQUIRE(in.good(), Code::io_error, "cannot read " + what);
+  return Status::ok();
+}
+
+Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bits, SafetensorsMetadata* metadata) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) {
+    return Status(ec == std::errc::no_such_file_or_directory ? Code::not_found : Code::io_error,
+                  "cannot open: " + ec.message());
+  }
+  DCR_REQUIRE(size >= 8, Code::corrupt, "the file holds " + std::to_string(size) + " bytes, less than the 8-byte header length");
+  std::ifstream in(path, std::ios::binary);
+  DCR_REQUIRE(in.is_open(), Code::io_error, std::string("cannot open: ") + std::strerror(errno));
+  uint8_t length[8];
+  DCR_TRY(read_bytes(in, length, 8, "the header length"));
+  uint64_t header_bytes = 0;
+  for (int i = 7; i >= 0; --i) header_bytes = header_bytes << 8 | length[i];
+  DCR_REQUIRE(header_bytes <= size - 8, Code::corrupt,
+              "header length " + std::to_string(header_bytes) + " is larger than the " + std::to_string(size - 8) +
+                  " bytes that follow it");
+  std::string text(header_bytes, '\0');
+  DCR_TRY(read_bytes(in, text.data(), header_bytes, "the header"));
+  std::vector<Entry> entries;
+  if (metadata) metadata->clear();
+  DCR_TRY(parse_header(text, &entries, metadata));
+  DCR_TRY(check_tiling(&entries, size - 8 - header_bytes));
+  Manifest m;
+  CanonicalBits b;
+  for (Entry& e : entries) {
+    b.emplace_back(e.end - e.begin);
+    DCR_TRY(read_bytes(in, b.back().data(), b.back().size(), "the data of tensor '" + e.desc.name + "'"));
+    m.tensors.push_back(std::move(e.desc));
+  }
+  DCR_TRY(m.validate());
+  *manifest = std::move(m);
+  *bits = std::move(b);
+  return Status::ok();
+}
+
+// The JSON header for tensors laid out back to back in manifest order, padded to a multiple of 8.
+Status header_text(const Manifest& manifest, const SafetensorsMetadata& metadata, std::string* text) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
+  uint64_t offset = 0;
+  for (const TensorDesc& t : manifest.tensors) {
+    DCR_REQUIRE(t.name != kMetadataKey, Code::invalid_argument, "a tensor cannot be named \"__metadata__\"");
+    header[t.name] = {{"dtype", safetensors_name(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", nlohmann::ordered_json::array({offset, offset + t.nbytes()})}};
+    offset += t.nbytes();
+  }
+  try {
+    *text = header.dump();
+  } catch (const nlohmann::ordered_json::type_error& e) {
+    return Status(Code::invalid_argument, std::string("a tensor name or metadata string is not UTF-8: ") + e.what());
+  }
+  text->append((8 - text->size() % 8) % 8, ' ');
+  return Status::ok();
+}
+
+Status write_file(const std::string& tmp, const std::string& header, const CanonicalBits& bits) {
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  DCR_REQUIRE(out.is_open(), Code::io_error, "cannot create '" + tmp + "': " + std::strerror(errno));
+  char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>(uint64_t(header.size()) >> (8 * i));
+  out.write(length, 8);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  for (const std::vector<uint8_t>& b : bits) out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  out.close();
+  DCR_REQUIRE(!out.fail(), Code::io_error, "cannot write '" + tmp + "'");
+  return Status::ok();
+}
+
+Status write_checked(const std::string& path, const Manifest& manifest, const CanonicalBits& bits,
+                     const SafetensorsMetadata& metadata) {
+  DCR_TRY(check_checkpoint(manifest, bits));
+  std::string header;
+  DCR_TRY(header_text(manifest, metadata, &header));
+  const std::string tmp = temp_path(path);
+  const Status s = write_file(tmp, header, bits);
+  if (!s.is_ok()) std::remove(tmp.c_str());
+  DCR_TRY(s);
+  return commit_file(tmp, path);
+}
+
+}  // namespace
+
+bool is_buffer_name(const std::string& name) {
+  const std::string suffix = "step_counter";
+  return name.find("inv_freq") != std::string::npos ||
+         (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
+Status read_safetensors(const std::string& path, Manifest* manifest, CanonicalBits* bits, SafetensorsMetadata* metadata) {
+  return read_file(path, manifest, bits, metadata).with_context("safetensors file '" + path + "'");
+}
+
+Status write_safetensors(const std::string& path, const Manifest& manifest, const CanonicalBits& bits,
+                         const SafetensorsMetadata& metadata) {
+  return write_checked(path, manifest, bits, metadata).with_context("safetensors file '" + path + "'");
+}
+
+}  // namespace dcr

@@ -1,0 +1,96 @@
+#include "dcr/refit/faults.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+namespace dcr {
+
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::encode: return "encode";
+    case Phase::stream: return "stream";
+    case Phase::apply: return "apply";
+    case Phase::commit: return "commit";
+  }
+  return "?";
+}
+
+namespace {
+
+bool parse_number(const std::string& text, uint64_t* out) {
+  try {
+    size_t used = 0;
+    *out = std::stoull(text, &used);
+    return used == text.size();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, separator)) parts.push_back(part);
+  return parts;
+}
+
+}  // namespace
+
+Status parse_frame_fault(const std::string& text, FrameFault* fault) {
+  *fault = FrameFault{};
+  if (text.empty()) return Status::ok();
+  const std::vector<std::string> parts = split(text, '@');
+  DCR_REQUIRE(parts.size() == 2 && (parts[0] == "wrong-base" || parts[0] == "corrupt") &&
+                  parse_number(parts[1], &fault->version),
+              Code::invalid_argument, "--fault '" + text + "' is not wrong-base@VERSION or corrupt@VERSION");
+  fault->kind = parts[0] == "wrong-base" ? FrameFault::wrong_base : FrameFault::corrupt;
+  return Status::ok();
+}
+
+Status parse_kill_point(const std::string& text, const std::string& state_dir, KillPoint* point) {
+  *point = KillPoint{};
+  if (text.empty()) return Status::ok();
+  const std::vector<std::string> p = split(text, ':');
+  const Status bad(Code::invalid_argument, "--fail-at '" + text +
+                                               "' is not ROLE:INDEX:PHASE:VERSION (trainer|relay|rollout, "
+                                               "encode|stream|apply|commit)");
+  uint64_t index = 0;
+  if (p.size() != 4 || !parse_number(p[1], &index) || !parse_number(p[3], &point->version)) return bad;
+  const Role roles[] = {Role::trainer, Role::relay, Role::rollout};
+  const Phase phases[] = {Phase::encode, Phase::stream, Phase::apply, Phase::commit};
+  bool role_ok = false, phase_ok = false;
+  for (Role r : roles) role_ok |= p[0] == role_name(r) && ((point->role = r), true);
+  for (Phase ph : phases) phase_ok |= p[2] == phase_name(ph) && ((point->phase = ph), true);
+  if (!role_ok || !phase_ok) return bad;
+  point->index = static_cast<int>(index);
+  point->armed = true;
+  if (!state_dir.empty()) point->marker = state_dir + "/fail-at-" + p[0] + "-" + p[1] + "-" + p[2] + "-" + p[3] + ".fired";
+  return Status::ok();
+}
+
+void maybe_kill(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version) {
+  if (!point.armed || point.role != topology.role || point.index != topology.index || point.phase != phase ||
+      point.version != version) {
+    return;
+  }
+  if (!point.marker.empty()) {
+    if (::access(point.marker.c_str(), F_OK) == 0) return;  // fired in an earlier run
+    const int fd = ::open(point.marker.c_str(), O_WRONLY | O_CREAT, 0644);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
+  std::fprintf(stderr, "dcr refit: %s: injected kill -9 in phase %s of version %llu\n", topology.describe().c_str(),
+               phase_name(phase), static_cast<unsigned long long>(version));
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+}
+
+}  // namespace dcr

@@ -1,0 +1,80 @@
+// Internal to the refit: everything one rank holds for the job, and the operations the driver, the
+// commit and the recovery share.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dcr/codec/decoder.h"
+#include "dcr/codec/encoder.h"
+#include "dcr/journal/journal.h"
+#include "dcr/model/change_model.h"
+#include "dcr/model/real_weights.h"
+#include "dcr/refit/config.h"
+#include "dcr/refit/faults.h"
+#include "dcr/refit/plan.h"
+#include "dcr/refit/roles.h"
+#include "dcr/refit/shard.h"
+#include "dcr/refit/topology.h"
+#include "dcr/transport/transport.h"
+
+namespace dcr {
+
+struct RankState {
+  RefitConfig config;
+  Topology topology;
+  RefitPlan plan;
+  std::unique_ptr<Transport> transport;        // the data plane
+  std::unique_ptr<Transport> limited;          // trainers: the emulated link to the root relay
+  RealWeights pool;
+  std::unique_ptr<ChangeModel> model;          // trainers, and rollouts that verify
+  uint64_t model_version = 0;                  // the version the change model holds
+  Shard baseline, current;                     // trainers
+  Shard serving, full_serving;                 // rollouts: the refit target, and the full-refit copy
+  FrameEncoder encoder;
+  FrameDecoder decoder;
+  FrameFault frame_fault;
+  KillPoint kill;
+  std::unique_ptr<Journal> journal;            // with --state-dir
+  uint64_t committed = 0;                      // this rank's committed version
+  MPI_Comm bcast_comm = MPI_COMM_NULL;         // trainer 0 + rollouts
+
+  Transport* link() { return limited ? limited.get() : transport.get(); }
+  bool has_model() const {
+    return topology.role == Role::trainer || (topology.role == Role::rollout && config.verify);
+  }
+  std::string snapshot_path() const;
+};
+
+Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s);
+void tear_down(RankState* s);
+
+bool all_true(bool value, MPI_Comm world);
+CanonicalBits canonical_bits(const ChangeModel& model);
+// Steps the change model to `version` (each step at its configured rate).
+void advance_model_to(RankState* s, uint64_t version);
+
+// One pass of frames through the tree: trainers send `kind` frames for base -> target, relays
+// forward, rollouts apply into `serving`. Returns this rank's vote.
+bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats);
+void reduce_stats(const StepStats& mine, MPI_Comm world, StepStats* total);
+// Whether every rollout's shard equals the model's current bits (true where nobody verifies).
+bool verified(RankState* s, const Shard& shard, MPI_Comm world);
+
+// Two-phase joint commit of `versions.target`: every rank votes, world rank 0 decides (all yes)
+// and records the decision durably before broadcasting it; every rank then records it. On commit
+// the rank's committed version becomes the target. Returns the decision.
+bool joint_commit(RankState* s, bool vote, Versions versions, MPI_Comm world);
+
+// Rollouts: an HDF5 snapshot of the serving buffers at the committed version, recorded in the journal.
+Status write_snapshot(RankState* s);
+
+// Resumes from the state directory: agrees on the committed version, rebuilds every rank's state
+// at it (trainers from the model, rollouts from their snapshot or a full sync), and returns the
+// next version to refit (0 when there is nothing to resume).
+Status recover(RankState* s, MPI_Comm world, uint64_t* next_version);
+
+}  // namespace dcr

@@ -1,0 +1,94 @@
+// Resuming a job from its state directory after any rank died.
+#include <cstdio>
+#include <filesystem>
+
+#include "dcr/ckpt/hdf5_checkpoint.h"
+#include "src/refit/rank_state.h"
+
+namespace dcr {
+
+namespace {
+
+constexpr uint64_t kNone = UINT64_MAX;
+
+// The root's journal holds every decision (it records before broadcasting), so its last committed
+// version is the job's. A journal of another model is refused.
+Status agree_on_version(RankState* s, MPI_Comm world, uint64_t* version) {
+  uint64_t mine = kNone, base = 0, manifest = 0;
+  int ok = 1;
+  if (s->topology.world_rank == 0 && s->journal && s->journal->last_committed(&mine, &base, &manifest) &&
+      manifest != s->plan.manifest.hash()) {
+    std::fprintf(stderr, "dcr refit: state directory '%s' belongs to another model (manifest %016llx, this job %016llx)\n",
+                 s->config.state_dir.c_str(), static_cast<unsigned long long>(manifest),
+                 static_cast<unsigned long long>(s->plan.manifest.hash()));
+    ok = 0;
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, world);
+  MPI_Bcast(&mine, 1, MPI_UINT64_T, 0, world);
+  DCR_REQUIRE(ok == 1, Code::invalid_argument,
+              "state directory '" + s->config.state_dir + "' belongs to another model; use a fresh one");
+  *version = mine;
+  return Status::ok();
+}
+
+// A rollout's snapshot, when the journal says it holds exactly `version`.
+bool load_snapshot(RankState* s, uint64_t version) {
+  uint64_t snapshot = kNone;
+  if (!s->journal->last_snapshot(&snapshot) || snapshot != version) return false;
+  Manifest manifest;
+  CanonicalBits buffers;
+  uint64_t stored = 0;
+  Status st = read_hdf5_checkpoint(s->snapshot_path(), &manifest, &buffers, &stored);
+  if (st.is_ok() && stored != version) st = Status(Code::corrupt, "snapshot holds version " + std::to_string(stored));
+  if (st.is_ok()) st = s->serving.restore(manifest, std::move(buffers));
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "dcr refit: %s: snapshot '%s' unusable (%s); taking a full sync\n",
+                 s->topology.describe().c_str(), s->snapshot_path().c_str(), st.to_string().c_str());
+  }
+  return st.is_ok();
+}
+
+}  // namespace
+
+Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
+  *next_version = 0;
+  if (!s->journal) return Status::ok();
+  uint64_t version = kNone;
+  DCR_TRY(agree_on_version(s, world, &version));
+  if (version == kNone) return Status::ok();
+
+  // Every rank rebuilds its state at `version`.
+  advance_model_to(s, version);
+  const Topology& t = s->topology;
+  if (t.role == Role::trainer) {
+    s->current.load(canonical_bits(*s->model));
+    s->baseline.copy_from(s->current);
+  }
+  const bool restored = t.role == Role::rollout && load_snapshot(s, version);
+  const bool synced_everywhere = all_true(t.role != Role::rollout || restored, world);
+  int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
+  MPI_Reduce(&missing, &rollouts_missing, 1, MPI_INT, MPI_SUM, 0, world);
+
+  // Rollouts without a snapshot of this version take a full sync of it; boxes that already hold it
+  // are skipped by hash, so restored rollouts write nothing.
+  s->committed = version;
+  if (!synced_everywhere) {
+    StepStats stats;
+    if (t.role == Role::trainer) s->current.load(canonical_bits(*s->model));
+    const bool vote = transfer(s, FrameKind::full, {version, version}, &s->serving, &stats);
+    DCR_REQUIRE(all_true(vote, world), Code::aborted,
+                "the full sync of version " + std::to_string(version) + " after a restart failed (see the messages above)");
+  }
+  if (t.role == Role::rollout && !restored) DCR_TRY(write_snapshot(s));
+  DCR_REQUIRE(verified(s, s->serving, world), Code::target_mismatch,
+              "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
+  if (t.world_rank == 0) {
+    std::printf("dcr refit: resumed at committed version %llu from '%s' (%d rollout(s) re-synced, the rest restored "
+                "from their snapshots)\n",
+                static_cast<unsigned long long>(version), s->config.state_dir.c_str(), rollouts_missing);
+  }
+  *next_version = version + 1;
+  return Status::ok();
+}
+
+}  // namespace dcr

@@ -1,0 +1,148 @@
+#include "src/spool/files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace dcr::spool {
+namespace {
+
+Status errno_status(const std::string& what, const std::string& path, int error) {
+  const Code code = error == ENOENT ? Code::not_found : Code::io_error;
+  return Status(code, what + " '" + path + "': " + std::strerror(error));
+}
+
+Status write_all(int fd, const Piece& piece, const std::string& path) {
+  const auto* at = static_cast<const uint8_t*>(piece.data);
+  size_t left = piece.bytes;
+  while (left > 0) {
+    const ssize_t n = ::write(fd, at, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_status("cannot write", path, errno);
+    at += n;
+    left -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status read_all(int fd, uint8_t* at, size_t left, const std::string& path) {
+  while (left > 0) {
+    const ssize_t n = ::read(fd, at, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_status("cannot read", path, errno);
+    if (n == 0) return Status(Code::corrupt, "'" + path + "' shrank while being read");
+    at += n;
+    left -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+// Writes and fsyncs `tmp`; the caller renames it.
+Status write_synced(const std::string& tmp, const std::vector<Piece>& pieces) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("cannot create", tmp, errno);
+  Status s;
+  for (const Piece& piece : pieces) {
+    s = write_all(fd, piece, tmp);
+    if (!s.is_ok()) break;
+  }
+  if (s.is_ok() && ::fsync(fd) != 0) s = errno_status("cannot fsync", tmp, errno);
+  if (::close(fd) != 0 && s.is_ok()) s = errno_status("cannot close", tmp, errno);
+  return s;
+}
+
+}  // namespace
+
+Status sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open directory", dir, errno);
+  const bool synced = ::fsync(fd) == 0;
+  const int error = errno;
+  ::close(fd);
+  return synced ? Status::ok() : errno_status("cannot fsync directory", dir, error);
+}
+
+Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir) {
+  const std::string tmp = path + ".tmp";
+  Status s = write_synced(tmp, pieces);
+  if (s.is_ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    s = Status(Code::io_error, "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+  if (!s.is_ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return sync_dir ? sync_directory(std::filesystem::path(path).parent_path().string()) : Status::ok();
+}
+
+Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* found) {
+  if (found) *found = true;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && found) {
+    *found = false;
+    return Status::ok();
+  }
+  if (fd < 0) return errno_status("cannot open", path, errno);
+  struct stat info;
+  Status s;
+  if (::fstat(fd, &info) != 0) s = errno_status("cannot stat", path, errno);
+  if (s.is_ok()) {
+    out->resize(static_cast<size_t>(info.st_size));
+    s = read_all(fd, out->data(), out->size(), path);
+  }
+  ::close(fd);
+  return s;
+}
+
+Status make_dirs(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  DCR_REQUIRE(!error, Code::io_error, "cannot create directory '" + dir + "': " + error.message());
+  return Status::ok();
+}
+
+Status remove_tree(const std::string& path) {
+  std::error_code error;
+  std::filesystem::remove_all(path, error);
+  DCR_REQUIRE(!error, Code::io_error, "cannot remove '" + path + "': " + error.message());
+  return Status::ok();
+}
+
+Status list_dir(const std::string& dir, std::vector<std::string>* names) {
+  names->clear();
+  DIR* handle = ::opendir(dir.c_str());
+  if (handle == nullptr && errno == ENOENT) return Status::ok();
+  if (handle == nullptr) return errno_status("cannot list", dir, errno);
+  while (const dirent* entry = ::readdir(handle)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names->push_back(name);
+  }
+  ::closedir(handle);
+  return Status::ok();
+}
+
+bool parse_numbered(const std::string& name, const std::string& prefix, uint64_t* number) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  if (name.size() - prefix.size() > 19) return false;  // keeps the value within uint64_t
+  uint64_t value = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  *number = value;
+  return true;
+}
+
+std::string zero_padded(uint64_t value, int width) {
+  std::string digits = std::to_string(value);
+  if (static_cast<int>(digits.size()) < width) digits.insert(0, static_cast<size_t>(width) - digits.size(), '0');
+  return digits;
+}
+
+}  // namespace dcr::spool

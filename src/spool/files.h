@@ -1,0 +1,48 @@
+// File operations shared by the spool transport and the frame spool: atomic publication
+// ("<path>.tmp", fsync, rename), whole-file reads and directory listings, each failure a Status
+// that names the path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dcr/core/status.h"
+
+namespace dcr::spool {
+
+// One piece of a file to write; pieces are written in order.
+struct Piece {
+  const void* data;
+  size_t bytes;
+};
+
+// Writes `pieces` to "<path>.tmp", fsyncs it and renames it over `path`, so a reader sees either
+// no file or the whole file. With `sync_dir` the directory is fsynced too (the rename survives a
+// crash). Removes the temporary file on failure.
+Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir);
+
+// fsyncs the directory `dir` (entries renamed into it survive a crash).
+Status sync_directory(const std::string& dir);
+
+// Reads the whole of `path` into *out. Code::not_found when it does not exist (and *found, when
+// given, is set false instead of failing).
+Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* found = nullptr);
+
+// Creates `dir` and its missing parents.
+Status make_dirs(const std::string& dir);
+
+// Removes `path` and everything under it; a missing path is fine.
+Status remove_tree(const std::string& path);
+
+// Names in `dir` (no "." or ".."); an absent directory lists nothing.
+Status list_dir(const std::string& dir, std::vector<std::string>* names);
+
+// "<prefix><digits>" -> the number; false when `name` is not of that form.
+bool parse_numbered(const std::string& name, const std::string& prefix, uint64_t* number);
+
+// `value` in decimal, left-padded with zeros to `width` digits.
+std::string zero_padded(uint64_t value, int width);
+
+}  // namespace dcr::spool

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The fault matrix: for each case, run the refit with a rank killed (kill -9) in one phase, then run
+# the SAME command again. The second run must resume and finish with every version committed and
+# verified byte for byte (dcr refit exits non-zero otherwise), and `dcr state` must find every rank
+# on the same committed version. Prints the matrix and its pass count; exits non-zero on any failure.
+# Usage: fault_matrix.sh DCR_BINARY [CASE...]   (CASE = ROLE:INDEX:PHASE:VERSION)
+set -uo pipefail
+dcr=$1
+shift
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(
+  trainer:0:encode:2 trainer:1:stream:2 trainer:0:commit:3
+  relay:0:stream:2 relay:0:commit:2
+  rollout:0:apply:2 rollout:1:commit:2 rollout:1:apply:0 rollout:0:commit:4)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+results=()
+for case in "${cases[@]}"; do
+  state="$work/${case//:/-}"
+  cmd=(mpirun --oversubscribe -np 5 "$dcr" refit --model tiny --trainers 2 --relays 1 --rollout-tp 2 --steps 4
+       --transport mpi --compare-full false --compare-bcast false --timeout 30 --snapshot-every 2
+       --state-dir "$state" --fail-at "$case")
+  verdict="FAIL"
+  if timeout 120 "${cmd[@]}" >"$state.run1.log" 2>&1; then
+    why="first run did not die"
+  elif ! grep -q "injected kill -9" "$state.run1.log"; then
+    why="first run failed without the injected kill"
+  elif ! timeout 120 "${cmd[@]}" >"$state.run2.log" 2>&1; then
+    why="second run failed"
+  elif ! "$dcr" state "$state" >"$state.state.log" 2>&1 || ! grep -q "on committed version 4" "$state.state.log"; then
+    why="ranks not all on version 4"
+  else
+    verdict="pass"
+    why=$(grep -o "resumed at committed version [0-9]*" "$state.run2.log" || echo "fresh start (nothing was committed)")
+    passed=$((passed + 1))
+  fi
+  results+=("$(printf '%-24s %-5s %s' "$case" "$verdict" "$why")")
+  if [ "$verdict" = FAIL ]; then
+    echo "---- $case: $why"; tail -n 20 "$state.run1.log" "$state.run2.log" "$state.state.log" 2>/dev/null
+  fi
+done
+echo "fault matrix (kill -9 at ROLE:INDEX:PHASE:VERSION, then the same command again):"
+printf '%s\n' "${results[@]}"
+echo "$passed passed, $(( ${#cases[@]} - passed )) failed"
+[ "$passed" -eq ${#cases[@]} ]
