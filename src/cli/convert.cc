@@ -8,11 +8,25 @@
 #include <string>
 
 #include "dcr/ckpt/checkpoint.h"
+#include "dcr/model/change_model.h"
+#include "dcr/model/presets.h"
 #include "src/cli/commands.h"
 
 namespace po = boost::program_options;
 
 namespace dcr::cli {
+
+namespace {
+Status write_preset(const std::string& name, const std::string& out, uint64_t version) {
+  Manifest manifest;
+  DCR_TRY(make_preset(name, &manifest));
+  ChangeModelOptions options;
+  options.seed = 1;
+  std::unique_ptr<ChangeModel> model;
+  DCR_TRY(ChangeModel::create(manifest, options, &model));
+  return save_checkpoint(out, manifest, model->snapshot(), version);
+}
+}  // namespace
 
 int run_convert(int argc, char** argv) {
   std::string in, out;
@@ -21,7 +35,8 @@ int run_convert(int argc, char** argv) {
       "usage: dcr convert IN OUT [options]\n\n"
       "Converts a checkpoint bit for bit between safetensors (.safetensors) and the canonical HDF5 checkpoint\n"
       "(.h5 or .hdf5: one dataset per tensor under /tensors, '/' in names stored as '|', each verified by hash\n"
-      "on reading). Either direction, or to the same format.\n\noptions");
+      "on reading). Either direction, or to the same format. IN may also be preset:NAME: the embedded model's\n"
+      "initial weights (seeded change model), to try the tools without a checkpoint of one's own.\n\noptions");
   desc.add_options()
       ("help,h", "show this help")
       ("version", po::value(&version)->default_value(version), "version recorded in an HDF5 output (base is 0)");
@@ -45,7 +60,8 @@ int run_convert(int argc, char** argv) {
     std::cerr << desc << "\n";
     return 2;
   }
-  const Status s = convert_checkpoint(in, out, version);
+  const Status s = in.rfind("preset:", 0) == 0 ? write_preset(in.substr(7), out, version)
+                                                : convert_checkpoint(in, out, version);
   if (!s.is_ok()) {
     std::fprintf(stderr, "dcr convert: %s\n", s.to_string().c_str());
     return 1;

@@ -242,13 +242,24 @@ Status ChangeModel::create(const Manifest& manifest, const ChangeModelOptions& o
                            std::unique_ptr<ChangeModel>* out) {
   DCR_TRY(manifest.validate());
   for (const TensorDesc& t : manifest.tensors) DCR_TRY(check_tensor(t));
+  if (options.initial != nullptr) {
+    DCR_REQUIRE(options.initial->size() == manifest.tensors.size(), Code::invalid_argument,
+                "initial bits hold " + std::to_string(options.initial->size()) + " tensors, the manifest " +
+                    std::to_string(manifest.tensors.size()));
+    for (size_t t = 0; t < manifest.tensors.size(); ++t) {
+      DCR_REQUIRE((*options.initial)[t].size() == manifest.tensors[t].nbytes(), Code::invalid_argument,
+                  "initial bits of '" + manifest.tensors[t].name + "' have the wrong size");
+    }
+  }
   DCR_REQUIRE(options.pool == nullptr || !options.pool->values.empty(), Code::invalid_argument,
               "the real-weight pool holds no values");
   std::unique_ptr<ChangeModel> model(new ChangeModel(manifest, options.seed));
   model->tensors_.resize(manifest.tensors.size());
   uint64_t pool_cursor = 0;
   for (size_t t = 0; t < manifest.tensors.size(); ++t) {
-    if (manifest.tensors[t].is_buffer) {
+    if (manifest.tensors[t].is_buffer && options.initial != nullptr) {
+      model->tensors_[t].stored = (*options.initial)[t];
+    } else if (manifest.tensors[t].is_buffer) {
       model->init_buffer(t);
     } else {
       model->init_parameter(t, options, &pool_cursor);
@@ -263,7 +274,13 @@ void ChangeModel::init_parameter(size_t tensor, const ChangeModelOptions& option
   const TensorDesc& t = manifest_.tensors[tensor];
   TensorState& state = tensors_[tensor];
   state.master.resize(t.numel());
-  if (options.pool != nullptr) {
+  if (options.initial != nullptr) {
+    state.stored = (*options.initial)[tensor];
+    with_format(t.dtype, [&](auto format) {
+      using F = decltype(format);
+      for (uint64_t i = 0; i < state.master.size(); ++i) state.master[i] = F::value(load<F>(state.stored.data(), i));
+    });
+  } else if (options.pool != nullptr) {
     pooled_masters(options.pool->values, pool_cursor, &state.master);
   } else {
     seeded_masters(t, stream_key(seed_, Purpose::init, 0, tensor), &state.master);
@@ -275,13 +292,15 @@ void ChangeModel::init_parameter(size_t tensor, const ChangeModelOptions& option
       state.row_scale[r] = std::exp(kRowScaleSigma * bell(draw(key, r)));
     }
   }
-  state.stored.resize(t.nbytes());
-  with_format(t.dtype, [&](auto format) {
-    using F = decltype(format);
-    for (uint64_t i = 0; i < state.master.size(); ++i) {
-      put<F>(state.stored.data(), i, F::cast(state.master[i]));
-    }
-  });
+  if (options.initial == nullptr) {  // a checkpoint's bits stand as they are (NaN payloads too)
+    state.stored.resize(t.nbytes());
+    with_format(t.dtype, [&](auto format) {
+      using F = decltype(format);
+      for (uint64_t i = 0; i < state.master.size(); ++i) {
+        put<F>(state.stored.data(), i, F::cast(state.master[i]));
+      }
+    });
+  }
   parameter_elements_ += t.numel();
 }
 
@@ -300,10 +319,12 @@ void ChangeModel::init_buffer(size_t tensor) {
 
 void ChangeModel::advance_buffers() {
   ++steps_;
-  const int64_t counter = static_cast<int64_t>(steps_);
   for (size_t t = 0; t < tensors_.size(); ++t) {
     if (ends_with(manifest_.tensors[t].name, "step_counter")) {
       for (uint64_t i = 0; i < manifest_.tensors[t].numel(); ++i) {
+        int64_t counter;
+        std::memcpy(&counter, tensors_[t].stored.data() + 8 * i, 8);
+        ++counter;
         std::memcpy(tensors_[t].stored.data() + 8 * i, &counter, 8);
       }
     }

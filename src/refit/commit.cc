@@ -56,6 +56,16 @@ bool joint_commit(RankState* s, bool vote, Versions versions, MPI_Comm world) {
   return true;
 }
 
+Status publish_to_spool(RankState* s, Versions versions) {
+  if (!s->spool || s->topology.role != Role::trainer || s->sent.empty()) return Status::ok();
+  FramePublisher publisher;
+  DCR_TRY(s->spool->begin(versions.base, versions.target, static_cast<uint32_t>(s->topology.index), &publisher));
+  for (const SharedBytes& frame : s->sent) DCR_TRY(publisher.add(*frame));
+  DCR_TRY(publisher.finish());
+  s->sent.clear();
+  return Status::ok();
+}
+
 Status write_snapshot(RankState* s) {
   if (s->topology.role != Role::rollout || !s->journal || s->config.snapshot_every == 0 ||
       s->committed % s->config.snapshot_every != 0) {

@@ -29,6 +29,7 @@ Status check(const RefitConfig& c) {
   DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
   DCR_REQUIRE(c.timeout_s > 0, Code::invalid_argument, "--timeout must be positive");
   DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
+  DCR_REQUIRE(c.catchup_max >= 0, Code::invalid_argument, "--catchup-max must not be negative");
   return Status::ok();
 }
 
@@ -47,6 +48,8 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("help,h", "show this help")
       ("config", po::value(&config_file), "INI file with any of these options (command-line options win)")
       ("model", po::value(&c->model)->default_value(c->model), "model preset: tiny, small, medium, large")
+      ("init-checkpoint", po::value(&c->init_checkpoint),
+       "start from a real checkpoint (.safetensors or .h5): version 0 is its bits exactly, later versions step it")
       ("weights", po::value(&c->weights)->default_value(c->weights), "master weights: none, auto, esrgan-medium, faceres-deep")
       ("trainers", po::value(&c->trainers)->default_value(c->trainers), "trainer ranks")
       ("train-tp", po::value(&c->train_tp)->default_value(c->train_tp), "tensor-parallel degree of the training layout (divides trainers; the rest is FSDP)")
@@ -72,6 +75,11 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "resumes from it")
       ("snapshot-every", po::value(&c->snapshot_every)->default_value(c->snapshot_every),
        "rollouts write an HDF5 snapshot every N committed versions (0: never)")
+      ("spool-dir", po::value(&c->spool_dir),
+       "shared directory where trainers publish every committed delta; a restarted rollout whose snapshot is "
+       "older catches up from it instead of taking a full sync")
+      ("catchup-max", po::value(&c->catchup_max)->default_value(c->catchup_max),
+       "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync")
       ("fault", po::value(&c->fault), "test only: wrong-base@VERSION or corrupt@VERSION")
       ("fail-at", po::value(&c->fail_at),
        "test only: ROLE:INDEX:PHASE:VERSION kills that rank (kill -9) in phase encode|stream|apply|commit");

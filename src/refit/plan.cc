@@ -43,7 +43,8 @@ uint64_t RefitPlan::frames_for_relay(const Topology& t, int r) const {
 }
 
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
-  DCR_TRY(make_preset(config.model, &plan->manifest));
+  // With --init-checkpoint the caller has put the checkpoint's manifest in plan->manifest.
+  if (config.init_checkpoint.empty()) DCR_TRY(make_preset(config.model, &plan->manifest));
   const TrainingLayout training{config.trainers / config.train_tp, config.train_tp};
   ServingLayout serving;
   serving.tp = config.rollout_tp;

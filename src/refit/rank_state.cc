@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "dcr/ckpt/checkpoint.h"
 #include "dcr/transport/rate_limit.h"
 
 namespace dcr {
@@ -35,10 +36,13 @@ Status open_journal(RankState* s) {
 Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   s->config = config;
   DCR_TRY(make_topology(config, world, &s->topology));
+  CanonicalBits initial;
+  if (!config.init_checkpoint.empty()) DCR_TRY(load_checkpoint(config.init_checkpoint, &s->plan.manifest, &initial));
   DCR_TRY(make_plan(config, s->topology, &s->plan));
   DCR_TRY(parse_frame_fault(config.fault, &s->frame_fault));
   DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
   DCR_TRY(open_journal(s));
+  if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   DCR_TRY(make_transport(config.transport, world, &s->transport));
   const Topology& t = s->topology;
   if (t.role == Role::trainer && config.link_gbps > 0) {
@@ -52,6 +56,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     ChangeModelOptions options;
     options.seed = config.seed;
     options.pool = s->pool.values.empty() ? nullptr : &s->pool;
+    options.initial = initial.empty() ? nullptr : &initial;
     DCR_TRY(ChangeModel::create(s->plan.manifest, options, &s->model));
   }
   if (t.role == Role::trainer) {
@@ -97,8 +102,9 @@ bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, S
   Status status;
   switch (t.role) {
     case Role::trainer:
+      s->sent.clear();
       status = trainer_step(s->plan, link, t.index, kind, versions, &s->baseline, &s->current, s->frame_fault,
-                            &s->encoder, stats);
+                            &s->encoder, stats, s->spool && kind == FrameKind::delta ? &s->sent : nullptr);
       break;
     case Role::relay:
       status = relay_step(s->plan, link, t.index, versions.target, stats);

@@ -19,6 +19,7 @@
 #include "dcr/refit/roles.h"
 #include "dcr/refit/shard.h"
 #include "dcr/refit/topology.h"
+#include "dcr/spool/frame_spool.h"
 #include "dcr/transport/transport.h"
 
 namespace dcr {
@@ -39,6 +40,8 @@ struct RankState {
   FrameFault frame_fault;
   KillPoint kill;
   std::unique_ptr<Journal> journal;            // with --state-dir
+  std::unique_ptr<FrameSpool> spool;           // with --spool-dir
+  std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   uint64_t committed = 0;                      // this rank's committed version
   MPI_Comm bcast_comm = MPI_COMM_NULL;         // trainer 0 + rollouts
 
@@ -71,6 +74,8 @@ bool joint_commit(RankState* s, bool vote, Versions versions, MPI_Comm world);
 
 // Rollouts: an HDF5 snapshot of the serving buffers at the committed version, recorded in the journal.
 Status write_snapshot(RankState* s);
+// Trainers: publish the frames of the version just committed to the spool.
+Status publish_to_spool(RankState* s, Versions versions);
 
 // Resumes from the state directory: agrees on the committed version, rebuilds every rank's state
 // at it (trainers from the model, rollouts from their snapshot or a full sync), and returns the

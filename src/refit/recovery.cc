@@ -1,4 +1,5 @@
 // Resuming a job from its state directory after any rank died.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -31,21 +32,54 @@ Status agree_on_version(RankState* s, MPI_Comm world, uint64_t* version) {
   return Status::ok();
 }
 
-// A rollout's snapshot, when the journal says it holds exactly `version`.
-bool load_snapshot(RankState* s, uint64_t version) {
+// Applies the published deltas after `from` up to `to` that this rollout receives.
+Status catch_up(RankState* s, uint64_t from, uint64_t to) {
+  std::vector<VersionEntry> chain;
+  DCR_TRY(s->spool->chain(from, to, &chain));
+  for (const VersionEntry& entry : chain) {
+    std::vector<std::vector<uint8_t>> frames;
+    DCR_TRY(s->spool->read_version(entry.target, &frames));
+    for (const std::vector<uint8_t>& frame : frames) {
+      FrameHeader header;
+      DCR_TRY(peek_frame_header(frame.data(), frame.size(), &header));
+      const std::vector<int>* receivers = s->plan.receivers_of(header.box);
+      DCR_REQUIRE(receivers != nullptr, Code::corrupt, "spool frame for " + header.box.describe() + " matches no planned frame");
+      if (!std::binary_search(receivers->begin(), receivers->end(), s->topology.index)) continue;
+      Region dst;
+      ApplyOutcome outcome;
+      DCR_TRY(s->serving.region(header.box, &dst));
+      DCR_TRY(s->decoder.apply(frame.data(), frame.size(), dst, entry.base, &outcome));
+    }
+  }
+  return Status::ok();
+}
+
+// A rollout's state at `version`: its snapshot when the journal says it holds `version`, or an
+// older snapshot plus the deltas published in the spool since (at most --catchup-max of them).
+bool restore(RankState* s, uint64_t version) {
   uint64_t snapshot = kNone;
-  if (!s->journal->last_snapshot(&snapshot) || snapshot != version) return false;
+  if (!s->journal->last_snapshot(&snapshot) || snapshot > version) return false;
+  const bool chain = snapshot == version || (s->spool && version - snapshot <= uint64_t(s->config.catchup_max));
+  if (!chain) return false;
   Manifest manifest;
   CanonicalBits buffers;
   uint64_t stored = 0;
   Status st = read_hdf5_checkpoint(s->snapshot_path(), &manifest, &buffers, &stored);
-  if (st.is_ok() && stored != version) st = Status(Code::corrupt, "snapshot holds version " + std::to_string(stored));
+  if (st.is_ok() && stored != snapshot) st = Status(Code::corrupt, "snapshot holds version " + std::to_string(stored));
   if (st.is_ok()) st = s->serving.restore(manifest, std::move(buffers));
+  if (st.is_ok() && snapshot < version) st = catch_up(s, snapshot, version).with_context("catch-up from the spool");
   if (!st.is_ok()) {
-    std::fprintf(stderr, "dcr refit: %s: snapshot '%s' unusable (%s); taking a full sync\n",
-                 s->topology.describe().c_str(), s->snapshot_path().c_str(), st.to_string().c_str());
+    std::fprintf(stderr, "dcr refit: %s: cannot restore version %llu from snapshot v%llu (%s); taking a full sync\n",
+                 s->topology.describe().c_str(), static_cast<unsigned long long>(version),
+                 static_cast<unsigned long long>(snapshot), st.to_string().c_str());
+    return false;
   }
-  return st.is_ok();
+  if (snapshot < version) {
+    std::printf("dcr refit: %s: restored snapshot v%llu and caught up to v%llu from the spool\n",
+                s->topology.describe().c_str(), static_cast<unsigned long long>(snapshot),
+                static_cast<unsigned long long>(version));
+  }
+  return true;
 }
 
 }  // namespace
@@ -64,7 +98,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
     s->current.load(canonical_bits(*s->model));
     s->baseline.copy_from(s->current);
   }
-  const bool restored = t.role == Role::rollout && load_snapshot(s, version);
+  const bool restored = t.role == Role::rollout && restore(s, version);
   const bool synced_everywhere = all_true(t.role != Role::rollout || restored, world);
   int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
   MPI_Reduce(&missing, &rollouts_missing, 1, MPI_INT, MPI_SUM, 0, world);

@@ -75,13 +75,19 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
   return r;
 }
 
+void warn_if_failed(const Topology& t, const Status& status, const char* what) {
+  if (!status.is_ok()) std::fprintf(stderr, "dcr refit: %s: %s: %s\n", t.describe().c_str(), what, status.to_string().c_str());
+}
+
 std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t model_bytes) {
   const Topology& t = s.topology;
   return std::to_string(t.trainers) + " trainers (fsdp " + std::to_string(config.trainers / config.train_tp) + " x tp " +
          std::to_string(config.train_tp) + ") -> " + std::to_string(t.relays) + " relays (fanout " +
          std::to_string(config.fanout) + ", depth " + std::to_string(t.depth) + ") -> " + std::to_string(t.rollouts) +
          " rollouts (tp " + std::to_string(config.rollout_tp) + (config.fuse ? ", fused qkv/gate_up" : "") +
-         "), transport " + config.transport + ", model " + config.model + " (" + std::to_string(model_bytes) + " bytes)";
+         "), transport " + config.transport + ", model " +
+         (config.init_checkpoint.empty() ? config.model : config.init_checkpoint) + " (" + std::to_string(model_bytes) +
+         " bytes)";
 }
 
 }  // namespace
@@ -117,7 +123,9 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report)
                 "every rank stays on version " + std::to_string(s.committed));
     DCR_REQUIRE(r.bitexact, Code::target_mismatch,
                 "version " + std::to_string(version) + " committed but a rollout's bits differ from the expected model");
-    DCR_TRY(write_snapshot(&s));
+    // Snapshots and spool copies make restarts cheaper; losing one only makes a restart take a full sync.
+    warn_if_failed(t, write_snapshot(&s), "snapshot not written");
+    if (version > 0) warn_if_failed(t, publish_to_spool(&s, {r.base, version}), "delta not published to the spool");
   }
   tear_down(&s);
   return Status::ok();

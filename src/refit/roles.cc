@@ -31,7 +31,7 @@ Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
 
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
                     Shard* baseline, Shard* current, const FrameFault& fault, FrameEncoder* encoder,
-                    StepStats* stats) {
+                    StepStats* stats, std::vector<SharedBytes>* sent) {
   const int root = link.topology->relay_rank(0);
   const bool hit = fault.kind != FrameFault::none && fault.version == versions.target && trainer == 0;
   const size_t total = plan.frames[trainer].size();
@@ -62,6 +62,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     stats->elements += f.box.elements();
     start = Clock::now();
     DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
+    if (sent != nullptr) sent->push_back(frame);
     DCR_TRY(link.transport->send(root, kFrameChannel, std::move(frame)));
     stats->send_s += since(start);
   }

@@ -22,7 +22,7 @@ for case in "${cases[@]}"; do
   state="$work/${case//:/-}"
   cmd=(mpirun --oversubscribe -np 5 "$dcr" refit --model tiny --trainers 2 --relays 1 --rollout-tp 2 --steps 4
        --transport mpi --compare-full false --compare-bcast false --timeout 30 --snapshot-every 2
-       --state-dir "$state" --fail-at "$case")
+       --state-dir "$state" --spool-dir "$state/spool" --fail-at "$case")
   verdict="FAIL"
   if timeout 120 "${cmd[@]}" >"$state.run1.log" 2>&1; then
     why="first run did not die"
@@ -35,6 +35,7 @@ for case in "${cases[@]}"; do
   else
     verdict="pass"
     why=$(grep -o "resumed at committed version [0-9]*" "$state.run2.log" || echo "fresh start (nothing was committed)")
+    grep -q "caught up" "$state.run2.log" && why="$why, a rollout caught up from the spool"
     passed=$((passed + 1))
   fi
   results+=("$(printf '%-24s %-5s %s' "$case" "$verdict" "$why")")

@@ -29,6 +29,9 @@ struct ChangeModelOptions {
   bool row_scaled = true;
   // Real weights to take the initial masters from (read during create only), else seeded draws.
   const RealWeights* pool = nullptr;
+  // The exact stored bits to start from (a real checkpoint, one byte array per tensor; read during
+  // create only): parameters' masters start at their values, buffers at their bits. Wins over pool.
+  const std::vector<std::vector<uint8_t>>* initial = nullptr;
 };
 
 class ChangeModel {

@@ -11,6 +11,7 @@ namespace dcr {
 
 struct RefitConfig {
   std::string model = "tiny";        // preset name
+  std::string init_checkpoint;       // start from this checkpoint (safetensors or HDF5) instead
   std::string weights = "none";      // master weights: none | auto | esrgan-medium | faceres-deep
   int trainers = 2;                  // trainer ranks (fsdp = trainers / train_tp)
   int train_tp = 1;                  // tensor-parallel degree of the training layout
@@ -33,6 +34,8 @@ struct RefitConfig {
   std::string csv;                   // per-step records (CSV)
   std::string state_dir;             // durable progress (journals, snapshots); empty: none
   int snapshot_every = 1;            // rollout snapshot every N committed versions (0: never)
+  std::string spool_dir;             // trainers publish each committed delta here (catch-up)
+  int catchup_max = 16;              // longest delta chain a restarted rollout replays from the spool
   std::string fault;                 // test-only: wrong-base@VERSION | corrupt@VERSION
   std::string fail_at;               // test-only: ROLE:INDEX:PHASE:VERSION kill -9 point
 };
