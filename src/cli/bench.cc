@@ -8,7 +8,7 @@
 #include <string>
 
 #include "dcr/bench/codec_bench.h"
-#include "dcr/core/percent_list.h"
+#include "dcr/core/number_list.h"
 #include "src/cli/commands.h"
 
 namespace po = boost::program_options;
@@ -47,7 +47,7 @@ int run_codec(int argc, char** argv) {
       po::store(po::parse_config_file(file, desc), vm);
     }
     po::notify(vm);
-    const Status parsed = parse_percent_list(rates, "--rates", &o.rates);
+    const Status parsed = parse_number_list(rates, "--rates", 100, &o.rates);
     if (!parsed.is_ok()) throw std::invalid_argument(parsed.message());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dcr bench codec: %s\n\n", e.what());

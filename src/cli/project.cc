@@ -12,6 +12,7 @@
 
 #include "dcr/project/rates.h"
 #include "dcr/project/report.h"
+#include "dcr/core/number_list.h"
 #include "src/cli/commands.h"
 
 namespace po = boost::program_options;
@@ -30,21 +31,8 @@ struct ProjectOptions {
 // "30,120,1000" -> {30, 120, 1000}; every value in (0, limit).
 std::vector<double> parse_list(const std::string& option, const std::string& text, double limit) {
   std::vector<double> values;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(item, &used);
-    } catch (const std::exception&) {
-    }
-    if (used == 0 || used != item.size() || value <= 0 || value >= limit) {
-      throw std::invalid_argument(option + ": '" + item + "' is not a number in (0, " + std::to_string(int(limit)) + ")");
-    }
-    values.push_back(value);
-  }
-  if (values.empty()) throw std::invalid_argument(option + " is empty");
+  const Status s = parse_number_list(text, option, limit, &values);
+  if (!s.is_ok()) throw std::invalid_argument(s.message());
   return values;
 }
 

@@ -1,6 +1,6 @@
 #include "dcr/refit/config.h"
 
-#include "dcr/core/percent_list.h"
+#include "dcr/core/number_list.h"
 
 #include <boost/program_options.hpp>
 
@@ -101,7 +101,7 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
     *exit_now = true;
     return Status::ok();
   }
-  DCR_TRY(parse_percent_list(rates, "--rates", &c->rates));
+  DCR_TRY(parse_number_list(rates, "--rates", 100, &c->rates));
   return check(*c);
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "src/transport/backoff.h"
 #include "src/transport/describe.h"
 
 namespace dcr {
@@ -19,29 +20,14 @@ Clock::time_point deadline_after(double timeout_s) {
 }
 
 // Waiting ranks often share cores with working ones (relays and rollouts beside trainers, or an
-// oversubscribed node): after a burst of empty polls, sleep and back off (10 us doubling to 200 us)
-// so that waiting costs little CPU, at the price of at most 200 us of added latency when idle.
-class IdleBackoff {
- public:
-  void idle() {
-    if (++polls_ < 256) {
-      std::this_thread::yield();
-      return;
-    }
-    sleep_ = std::min(std::max(2 * sleep_, std::chrono::microseconds(10)), std::chrono::microseconds(200));
-    std::this_thread::sleep_for(sleep_);
-  }
-
- private:
-  int polls_ = 0;
-  std::chrono::microseconds sleep_{0};
-};
+// oversubscribed node): after 256 quick polls they sleep 10 us doubling to 200 us.
+Backoff idle_backoff() { return Backoff(256, std::chrono::microseconds(10), std::chrono::microseconds(200)); }
 
 }  // namespace
 
 Status Transport::wait_sends(double timeout_s) {
   const Clock::time_point deadline = deadline_after(timeout_s);
-  IdleBackoff backoff;
+  Backoff backoff = idle_backoff();
   while (sends_in_flight() > 0) {
     DCR_TRY(progress());
     if (sends_in_flight() == 0) break;
@@ -60,7 +46,7 @@ Status Transport::wait_sends(double timeout_s) {
 Status Transport::receive(int from, uint32_t channel, Message* out, double timeout_s) {
   DCR_TRY(check_receive(from, channel));
   const Clock::time_point deadline = deadline_after(timeout_s);
-  IdleBackoff backoff;
+  Backoff backoff = idle_backoff();
   for (;;) {
     bool received = false;
     DCR_TRY(try_receive(from, channel, out, &received));

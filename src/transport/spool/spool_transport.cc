@@ -22,6 +22,7 @@
 #include "dcr/core/hash.h"
 #include "dcr/core/log.h"
 #include "src/spool/files.h"
+#include "src/transport/backoff.h"
 #include "src/transport/describe.h"
 #include "src/transport/shutdown.h"
 
@@ -91,23 +92,9 @@ Status check_file(const std::vector<uint8_t>& file, const std::string& path, con
   return Status::ok();
 }
 
-// Polls of a file system cost metadata operations: after a few quick polls, sleep 20 us doubling
-// to 1 ms, so that an idle receiver adds at most about 1 ms of latency.
-class PollBackoff {
- public:
-  void idle() {
-    if (++polls_ < 16) {
-      std::this_thread::yield();
-      return;
-    }
-    sleep_ = std::min(std::max(2 * sleep_, std::chrono::microseconds(20)), std::chrono::microseconds(1000));
-    std::this_thread::sleep_for(sleep_);
-  }
-
- private:
-  int polls_ = 0;
-  std::chrono::microseconds sleep_{0};
-};
+// Polls of a file system cost metadata operations: after 16 quick polls, sleep 20 us doubling to
+// 1 ms, so that an idle receiver adds at most about 1 ms of latency.
+Backoff poll_backoff() { return Backoff(16, std::chrono::microseconds(20), std::chrono::microseconds(1000)); }
 
 // One incoming (sender, channel) stream and the sequence number of its next file.
 struct Stream {
@@ -176,7 +163,7 @@ class SpoolTransport : public Transport {
     DCR_TRY(check_receive(from, channel));
     const Clock::time_point deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-    PollBackoff backoff;
+    Backoff backoff = poll_backoff();
     for (;;) {
       bool received = false;
       DCR_TRY(try_receive(from, channel, out, &received));

@@ -1,10 +1,10 @@
-#include "dcr/core/percent_list.h"
+#include "dcr/core/number_list.h"
 
 #include <sstream>
 
 namespace dcr {
 
-Status parse_percent_list(const std::string& text, const std::string& option, std::vector<double>* out) {
+Status parse_number_list(const std::string& text, const std::string& option, double limit, std::vector<double>* out) {
   out->clear();
   std::stringstream in(text);
   std::string item;
@@ -15,8 +15,10 @@ Status parse_percent_list(const std::string& text, const std::string& option, st
       value = std::stod(item, &used);
     } catch (const std::exception&) {
     }
-    DCR_REQUIRE(used != 0 && used == item.size() && value > 0 && value < 100, Code::invalid_argument,
-                option + ": '" + item + "' is not a percentage in (0, 100)");
+    std::ostringstream range;
+    range << "(0, " << limit << ")";
+    DCR_REQUIRE(used != 0 && used == item.size() && value > 0 && value < limit, Code::invalid_argument,
+                option + ": '" + item + "' is not a number in " + range.str());
     out->push_back(value);
   }
   DCR_REQUIRE(!out->empty(), Code::invalid_argument, option + " is empty");
