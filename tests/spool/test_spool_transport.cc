@@ -4,6 +4,8 @@
 // backend under mpirun runs in tests/mpi (mpi_transport_np3).
 #include <gtest/gtest.h>
 
+#include "support/thread_barrier.h"
+
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -18,28 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ThreadBarrier {
- public:
-  explicit ThreadBarrier(int count) : count_(count) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const long generation = generation_;
-    if (++arrived_ == count_) {
-      arrived_ = 0;
-      ++generation_;
-      all_arrived_.notify_all();
-      return;
-    }
-    all_arrived_.wait(lock, [&] { return generation_ != generation; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable all_arrived_;
-  int count_;
-  int arrived_ = 0;
-  long generation_ = 0;
-};
+using test::ThreadBarrier;
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = (fs::path(::testing::TempDir()) / ("dcr-spool-" + name)).string();

@@ -2,6 +2,8 @@
 // loopback- and factory-specific checks. No MPI.
 #include <gtest/gtest.h>
 
+#include "support/thread_barrier.h"
+
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -11,29 +13,7 @@
 namespace dcr {
 namespace {
 
-// A reusable barrier for `count` threads.
-class ThreadBarrier {
- public:
-  explicit ThreadBarrier(int count) : count_(count) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const long generation = generation_;
-    if (++arrived_ == count_) {
-      arrived_ = 0;
-      ++generation_;
-      all_arrived_.notify_all();
-      return;
-    }
-    all_arrived_.wait(lock, [&] { return generation_ != generation; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable all_arrived_;
-  int count_;
-  int arrived_ = 0;
-  long generation_ = 0;
-};
+using test::ThreadBarrier;
 
 // Runs `run` on every rank of a fresh loopback group of `size`, one thread per rank.
 void run_on_group(int size, void (*run)(Transport&, const test::Barrier&)) {
