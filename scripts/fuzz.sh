@@ -13,4 +13,4 @@ build-fuzz/tests/fuzz_decode_replay --write-seeds "$corpus"
 cp tests/fuzz/regressions/* "$corpus"/  # inputs that once failed stay in the corpus
 limit=(-max_total_time="$seconds")
 [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
-build-fuzz/tests/fuzz_decode "${limit[@]}" -max_len=4096 -print_final_stats=1 "$corpus" 2>&1 | tail -n 25
+build-fuzz/tests/fuzz_decode "${limit[@]}" -max_len=4096 -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" 2>&1 | tail -n 25
