@@ -26,6 +26,8 @@ Status check(const RefitConfig& c) {
   DCR_REQUIRE(c.frame_elements >= 1 && c.frame_elements <= 0xffffffffull, Code::invalid_argument,
               "--frame-elements must be in [1, 2^32-1]");
   DCR_REQUIRE(c.window >= 1, Code::invalid_argument, "--window must be at least 1");
+  DCR_REQUIRE(c.encode_threads >= 1 && c.encode_threads <= 256, Code::invalid_argument,
+              "--encode-threads must be in [1, 256]");
   DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
   DCR_REQUIRE(c.timeout_s > 0, Code::invalid_argument, "--timeout must be positive");
   DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
@@ -62,6 +64,8 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("rates", po::value(&rates)->default_value(rates), "changed percent per step, comma separated, cycled")
       ("frame-elements", po::value(&c->frame_elements)->default_value(c->frame_elements), "largest frame in elements")
       ("window", po::value(&c->window)->default_value(c->window), "frames each sender keeps in flight")
+      ("encode-threads", po::value(&c->encode_threads)->default_value(c->encode_threads),
+       "threads each trainer encodes frames with (cores per trainer rank)")
       ("link-gbps", po::value(&c->link_gbps)->default_value(c->link_gbps), "emulated trainer -> first relay link in Gbit/s (0: none)")
       ("compare-full", po::value(&c->compare_full)->default_value(c->compare_full), "also time a full refit of each version")
       ("compare-bcast", po::value(&c->compare_bcast)->default_value(c->compare_bcast), "also time MPI_Bcast of the full model")

@@ -60,6 +60,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     DCR_TRY(ChangeModel::create(s->plan.manifest, options, &s->model));
   }
   if (t.role == Role::trainer) {
+    for (int i = 0; i < config.encode_threads; ++i) s->encoders.push_back(std::make_unique<FrameEncoder>());
     s->baseline = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
     s->current = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
   } else if (t.role == Role::rollout) {
@@ -96,6 +97,14 @@ void advance_model_to(RankState* s, uint64_t version) {
   }
 }
 
+namespace {
+std::vector<FrameEncoder*> encoders_of(const RankState& s) {
+  std::vector<FrameEncoder*> out;
+  for (const auto& e : s.encoders) out.push_back(e.get());
+  return out;
+}
+}  // namespace
+
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats) {
   const Link link{s->link(), &s->topology, s->config.window, s->config.timeout_s, &s->kill};
   const Topology& t = s->topology;
@@ -104,7 +113,7 @@ bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, S
     case Role::trainer:
       s->sent.clear();
       status = trainer_step(s->plan, link, t.index, kind, versions, &s->baseline, &s->current, s->frame_fault,
-                            &s->encoder, stats, s->spool && kind == FrameKind::delta ? &s->sent : nullptr);
+                            encoders_of(*s), stats, s->spool && kind == FrameKind::delta ? &s->sent : nullptr);
       break;
     case Role::relay:
       status = relay_step(s->plan, link, t.index, versions.target, stats);

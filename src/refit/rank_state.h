@@ -35,7 +35,7 @@ struct RankState {
   uint64_t model_version = 0;                  // the version the change model holds
   Shard baseline, current;                     // trainers
   Shard serving, full_serving;                 // rollouts: the refit target, and the full-refit copy
-  FrameEncoder encoder;
+  std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
   FrameDecoder decoder;
   FrameFault frame_fault;
   KillPoint kill;

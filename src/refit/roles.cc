@@ -1,7 +1,9 @@
 #include "dcr/refit/roles.h"
 
 #include <chrono>
+#include <algorithm>
 #include <memory>
+#include <thread>
 
 #include "dcr/core/hash.h"
 
@@ -29,41 +31,71 @@ Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
 
 }  // namespace
 
+namespace {
+
+// Encodes one planned frame of this trainer (with a test fault applied to its versions).
+Status encode_frame(const RefitPlan& plan, const PlannedFrame& f, FrameKind kind, Versions versions, Shard* baseline,
+                    Shard* current, FrameEncoder* encoder, std::vector<uint8_t>* frame, EncodeStats* stats) {
+  Region base, target;
+  DCR_TRY(baseline->region(f.box, &base));
+  DCR_TRY(current->region(f.box, &target));
+  EncodeOptions options = encoder->options();
+  options.sign_magnitude = dtype_is_float(plan.manifest.tensors[f.box.tensor].dtype);
+  encoder->set_options(options);
+  if (kind == FrameKind::full) return encoder->encode_full(target, versions.target, frame, stats);
+  return encoder->encode_delta(base, target, versions, frame, stats);
+}
+
+// Encodes frames [first, first + frames->size()) of the plan, one per encoder, in parallel.
+Status encode_wave(const RefitPlan& plan, const std::vector<PlannedFrame>& planned, size_t first, FrameKind kind,
+                   Versions versions, Shard* baseline, Shard* current, const std::vector<FrameEncoder*>& encoders,
+                   std::vector<std::vector<uint8_t>>* frames, std::vector<EncodeStats>* stats) {
+  std::vector<Status> results(frames->size());
+  auto work = [&](size_t w) {
+    results[w] = encode_frame(plan, planned[first + w], kind, versions, baseline, current, encoders[w], &(*frames)[w],
+                              &(*stats)[w]);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t w = 1; w < frames->size(); ++w) helpers.emplace_back(work, w);
+  work(0);
+  for (std::thread& t : helpers) t.join();
+  for (const Status& r : results) DCR_TRY(r);
+  return Status::ok();
+}
+
+}  // namespace
+
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                    Shard* baseline, Shard* current, const FrameFault& fault, FrameEncoder* encoder,
-                    StepStats* stats, std::vector<SharedBytes>* sent) {
+                    Shard* baseline, Shard* current, const FrameFault& fault,
+                    const std::vector<FrameEncoder*>& encoders, StepStats* stats, std::vector<SharedBytes>* sent) {
   const int root = link.topology->relay_rank(0);
   const bool hit = fault.kind != FrameFault::none && fault.version == versions.target && trainer == 0;
-  const size_t total = plan.frames[trainer].size();
+  Versions encoded = versions;
+  if (hit && fault.kind == FrameFault::wrong_base) encoded.base = versions.base + 1000;
+  const std::vector<PlannedFrame>& planned = plan.frames[trainer];
   maybe_kill(*link.kill, *link.topology, Phase::encode, versions.target);
-  for (const PlannedFrame& f : plan.frames[trainer]) {
-    if (stats->frames == total / 2) maybe_kill(*link.kill, *link.topology, Phase::stream, versions.target);
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<EncodeStats> encode_stats;
+  for (size_t first = 0; first < planned.size(); first += encoders.size()) {
     auto start = Clock::now();
-    Region base, target;
-    DCR_TRY(baseline->region(f.box, &base));
-    DCR_TRY(current->region(f.box, &target));
-    EncodeOptions options = encoder->options();
-    options.sign_magnitude = dtype_is_float(plan.manifest.tensors[f.box.tensor].dtype);
-    encoder->set_options(options);
-    auto frame = std::make_shared<std::vector<uint8_t>>();
-    EncodeStats es;
-    Versions v = versions;
-    if (hit && fault.kind == FrameFault::wrong_base) v.base = versions.base + 1000;
-    if (kind == FrameKind::full) {
-      DCR_TRY(encoder->encode_full(target, versions.target, frame.get(), &es));
-    } else {
-      DCR_TRY(encoder->encode_delta(base, target, v, frame.get(), &es));
-    }
-    if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(frame.get());
+    const size_t wave = std::min(encoders.size(), planned.size() - first);
+    frames.assign(wave, {});
+    encode_stats.assign(wave, {});
+    DCR_TRY(encode_wave(plan, planned, first, kind, encoded, baseline, current, encoders, &frames, &encode_stats));
     stats->encode_s += since(start);
-    stats->frames += 1;
-    stats->wire_bytes += frame->size();
-    stats->changed += es.changed;
-    stats->elements += f.box.elements();
     start = Clock::now();
-    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
-    if (sent != nullptr) sent->push_back(frame);
-    DCR_TRY(link.transport->send(root, kFrameChannel, std::move(frame)));
+    for (size_t w = 0; w < wave; ++w) {
+      if (stats->frames == planned.size() / 2) maybe_kill(*link.kill, *link.topology, Phase::stream, versions.target);
+      if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(&frames[w]);
+      stats->frames += 1;
+      stats->wire_bytes += frames[w].size();
+      stats->changed += encode_stats[w].changed;
+      stats->elements += planned[first + w].box.elements();
+      auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[w]));
+      DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
+      if (sent != nullptr) sent->push_back(frame);
+      DCR_TRY(link.transport->send(root, kFrameChannel, std::move(frame)));
+    }
     stats->send_s += since(start);
   }
   const auto start = Clock::now();

@@ -24,6 +24,7 @@ struct RefitConfig {
   std::vector<double> rates = {1, 3, 5};  // changed percent per step, cycled
   uint64_t frame_elements = 1 << 20; // largest frame (elements)
   int window = 32;                   // frames a sender keeps in flight
+  int encode_threads = 1;            // threads each trainer encodes frames with
   double link_gbps = 0;              // emulated trainer -> first-relay link (Gbit/s); 0 = none
   bool compare_full = true;          // also time a full refit of every version
   bool compare_bcast = true;         // also time an MPI_Bcast of the full model

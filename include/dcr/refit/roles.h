@@ -41,10 +41,12 @@ struct Link {
   const KillPoint* kill;  // injected kill -9 points (test only)
 };
 
-// `sent`, when given, keeps every frame sent (for publishing to the spool after the commit).
+// Frames are encoded in waves, one frame per encoder (each on its own thread), and sent in plan
+// order as each wave completes. `sent`, when given, keeps every frame sent (for publishing to the
+// spool after the commit).
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                    Shard* baseline, Shard* current, const FrameFault& fault, FrameEncoder* encoder,
-                    StepStats* stats, std::vector<SharedBytes>* sent);
+                    Shard* baseline, Shard* current, const FrameFault& fault,
+                    const std::vector<FrameEncoder*>& encoders, StepStats* stats, std::vector<SharedBytes>* sent);
 
 Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats);
 
