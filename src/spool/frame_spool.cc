@@ -153,13 +153,18 @@ bool FrameSpool::complete(uint64_t target, uint32_t writers) const {
   return load(target, writers, &m, &found).is_ok() && found;
 }
 
-Status FrameSpool::version(uint64_t target, VersionEntry* out) const {
-  Manifests m;
+Status FrameSpool::load_published(uint64_t target, Manifests* m) const {
   bool found = false;
-  DCR_TRY(load(target, writers_, &m, &found));
+  DCR_TRY(load(target, writers_, m, &found));
   DCR_REQUIRE(found, Code::not_found,
               "version " + std::to_string(target) + " is not published in frame spool " + quoted(dir_) +
                   " (no complete manifest)");
+  return Status::ok();
+}
+
+Status FrameSpool::version(uint64_t target, VersionEntry* out) const {
+  Manifests m;
+  DCR_TRY(load_published(target, &m));
   *out = m.entry();
   return Status::ok();
 }
@@ -234,11 +239,7 @@ Status FrameSpool::read_frame(const std::string& manifest_path, const std::strin
 
 Status FrameSpool::read_version(uint64_t target, std::vector<std::vector<uint8_t>>* frames) const {
   Manifests m;
-  bool found = false;
-  DCR_TRY(load(target, writers_, &m, &found));
-  DCR_REQUIRE(found, Code::not_found,
-              "version " + std::to_string(target) + " is not published in frame spool " + quoted(dir_) +
-                  " (no complete manifest)");
+  DCR_TRY(load_published(target, &m));
   const VersionEntry entry = m.entry();
   frames->clear();
   frames->reserve(entry.frames);

@@ -105,6 +105,7 @@ class FrameSpool {
   struct Manifests;
   std::string version_dir(uint64_t target) const;
   Status load(uint64_t target, uint32_t writers, Manifests* out, bool* found) const;
+  Status load_published(uint64_t target, Manifests* out) const;  // not_found unless complete
   Status read_frame(const std::string& manifest_path, const std::string& name, uint64_t bytes, uint64_t hash,
                     const VersionEntry& entry, std::vector<uint8_t>* frame) const;
   Status version_dirs(std::vector<uint64_t>* targets) const;
