@@ -82,10 +82,8 @@ bool all_true(bool value, MPI_Comm world) {
   return all == 1;
 }
 
-CanonicalBits canonical_bits(const ChangeModel& model) {
-  CanonicalBits bits(model.manifest().tensors.size());
-  for (size_t i = 0; i < bits.size(); ++i) bits[i] = model.stored(i);
-  return bits;
+TensorBytes model_bytes(const ChangeModel& model) {
+  return [&model](uint32_t tensor) { return model.stored(tensor).data(); };
 }
 
 void advance_model_to(RankState* s, uint64_t version) {
@@ -138,7 +136,7 @@ bool verified(RankState* s, const Shard& shard, MPI_Comm world) {
   bool ok = true;
   if (s->topology.role == Role::rollout && s->config.verify) {
     std::string difference;
-    ok = shard.matches(canonical_bits(*s->model), &difference);
+    ok = shard.matches(model_bytes(*s->model), &difference);
     if (!ok) std::fprintf(stderr, "dcr refit: %s: %s\n", s->topology.describe().c_str(), difference.c_str());
   }
   return all_true(ok, world);

@@ -56,7 +56,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s);
 void tear_down(RankState* s);
 
 bool all_true(bool value, MPI_Comm world);
-CanonicalBits canonical_bits(const ChangeModel& model);
+TensorBytes model_bytes(const ChangeModel& model);
 // Steps the change model to `version` (each step at its configured rate).
 void advance_model_to(RankState* s, uint64_t version);
 

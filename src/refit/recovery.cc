@@ -95,7 +95,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   advance_model_to(s, version);
   const Topology& t = s->topology;
   if (t.role == Role::trainer) {
-    s->current.load(canonical_bits(*s->model));
+    s->current.load(model_bytes(*s->model));
     s->baseline.copy_from(s->current);
   }
   const bool restored = t.role == Role::rollout && restore(s, version);
@@ -108,7 +108,6 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   s->committed = version;
   if (!synced_everywhere) {
     StepStats stats;
-    if (t.role == Role::trainer) s->current.load(canonical_bits(*s->model));
     const bool vote = transfer(s, FrameKind::full, {version, version}, &s->serving, &stats);
     DCR_REQUIRE(all_true(vote, world), Code::aborted,
                 "the full sync of version " + std::to_string(version) + " after a restart failed (see the messages above)");

@@ -51,7 +51,7 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
   r.base = s->committed;
   r.kind = kind == FrameKind::full ? "full" : "delta";
   const Versions versions{s->committed, target};
-  if (s->topology.role == Role::trainer) s->current.load(canonical_bits(*s->model));
+  if (s->topology.role == Role::trainer) s->current.load(model_bytes(*s->model));
   if (s->journal && s->topology.role == Role::rollout) s->journal->append({JournalRecord::begin, versions.base, target, 0}, false);
   MPI_Barrier(world);
   const auto start = Clock::now();

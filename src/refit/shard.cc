@@ -35,20 +35,20 @@ namespace {
 // Calls fn(local row pointer, canonical row pointer, row bytes) for every row of every piece.
 template <typename Fn>
 void for_each_row(const Manifest& manifest, const Holdings& holdings, const std::vector<unsigned>& widths,
-                  const std::vector<std::vector<uint8_t>>& buffers, const CanonicalBits& canonical, Fn fn) {
+                  const std::vector<std::vector<uint8_t>>& buffers, const TensorBytes& canonical, Fn fn) {
   for (const LocalPiece& p : holdings.pieces) {
     const unsigned w = widths[p.buffer];
     const uint64_t cols = tensor_cols(manifest.tensors[p.box.tensor]);
     for (uint64_t r = 0; r < p.box.rows; ++r) {
       const uint8_t* local = buffers[p.buffer].data() + (p.offset + r * p.pitch) * w;
-      const uint8_t* canon = canonical[p.box.tensor].data() + ((p.box.row0 + r) * cols + p.box.col0) * w;
+      const uint8_t* canon = canonical(p.box.tensor) + ((p.box.row0 + r) * cols + p.box.col0) * w;
       if (!fn(const_cast<uint8_t*>(local), canon, p.box.cols * w, p, r)) return;
     }
   }
 }
 }  // namespace
 
-void Shard::load(const CanonicalBits& canonical) {
+void Shard::load(const TensorBytes& canonical) {
   for_each_row(*manifest_, holdings_, widths_, buffers_, canonical,
                [](uint8_t* local, const uint8_t* canon, size_t bytes, const LocalPiece&, uint64_t) {
                  std::memcpy(local, canon, bytes);
@@ -56,7 +56,7 @@ void Shard::load(const CanonicalBits& canonical) {
                });
 }
 
-bool Shard::matches(const CanonicalBits& canonical, std::string* difference) const {
+bool Shard::matches(const TensorBytes& canonical, std::string* difference) const {
   bool same = true;
   for_each_row(*manifest_, holdings_, widths_, buffers_, canonical,
                [&](uint8_t* local, const uint8_t* canon, size_t bytes, const LocalPiece& p, uint64_t r) {

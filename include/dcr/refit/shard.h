@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 namespace dcr {
 
 using CanonicalBits = std::vector<std::vector<uint8_t>>;  // one row-major byte array per tensor
+// Where the canonical bytes of tensor t start (read in place: no copy of the model).
+using TensorBytes = std::function<const uint8_t*(uint32_t tensor)>;
 
 class Shard {
  public:
@@ -26,9 +29,9 @@ class Shard {
   Status region(const Box& box, Region* out);
 
   // Copies every piece from the canonical tensors into the local buffers.
-  void load(const CanonicalBits& canonical);
+  void load(const TensorBytes& canonical);
   // Whether every piece equals the canonical tensors byte for byte; names the first difference.
-  bool matches(const CanonicalBits& canonical, std::string* difference) const;
+  bool matches(const TensorBytes& canonical, std::string* difference) const;
   // Copies all buffers from another shard of the same holdings (a baseline promotion).
   void copy_from(const Shard& other);
 
