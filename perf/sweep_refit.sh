@@ -5,8 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/dcr ] || scripts/build.sh
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
+source scripts/mpi_env.sh
 out=results/sweep-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 echo "transport,ranks,trainers,relays,fanout,depth,version,change_rate,wire_bytes,seconds,full_seconds,speedup,bitexact" >"$out/sweep.csv"

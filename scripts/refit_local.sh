@@ -4,8 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/dcr ] || scripts/build.sh
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
+source scripts/mpi_env.sh
 mkdir -p results
 exec mpirun --oversubscribe -np "${NP:-5}" build/dcr refit --config "${CONFIG:-configs/refit_local.ini}" \
   --json results/refit_local.json --csv results/refit_local.csv "$@"

@@ -12,8 +12,7 @@ cases=("$@")
   trainer:0:encode:2 trainer:1:stream:2 trainer:0:commit:3
   relay:0:stream:2 relay:0:commit:2
   rollout:0:apply:2 rollout:1:commit:2 rollout:1:apply:0 rollout:0:commit:4)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
+source "$(dirname "$0")/../../scripts/mpi_env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0
