@@ -6,7 +6,8 @@
 namespace dcr {
 
 namespace {
-constexpr uint32_t kLow = 1u << 23;  // lower bound of the normalised state
+constexpr uint32_t kLow = 1u << 15;   // the normalised state lies in [kLow, kHigh)
+constexpr uint32_t kHigh = 1u << 31;
 }
 
 void histogram_of(const uint8_t* symbols, size_t count, Histogram* hist) {
@@ -127,27 +128,47 @@ Status RansTable::read(ByteReader* reader) {
 
 namespace {
 
+// Stores a 16-bit word little-endian (renormalisation words travel little-endian).
+inline void store_le16(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+
+inline uint32_t load_le16(const uint8_t* p) { return p[0] | (static_cast<uint32_t>(p[1]) << 8); }
+
+// Branch-free: at most one 16-bit word leaves the state per symbol. The word is stored whether it
+// is emitted or not; an unemitted store lands below the stream start and is overwritten later.
 inline void encode_one(uint32_t& x, uint8_t s, const RansTable& table, uint8_t*& ptr) {
   const uint32_t f = table.freq(s);
-  const uint32_t x_max = ((kLow >> kRansProbBits) << 8) * f;
-  while (x >= x_max) {
-    *--ptr = static_cast<uint8_t>(x);
-    x >>= 8;
-  }
+  const bool emit = x >= (f << (31 - kRansProbBits));
+  store_le16(ptr - 2, x);
+  ptr -= emit ? 2 : 0;
+  x = emit ? x >> 16 : x;
   const uint32_t q = static_cast<uint32_t>((x * table.reciprocal(s)) >> table.reciprocal_shift(s));
   x = (q << kRansProbBits) + (x - q * f) + table.cum(s);
 }
 
-// Returns false when the code runs out.
-inline bool decode_one(uint32_t& x, const RansSlot* lookup, const uint8_t* code, size_t size, size_t& pos,
-                       uint8_t* symbol) {
+inline uint8_t decode_step(uint32_t& x, const RansSlot* lookup) {
   const RansSlot slot = lookup[x & (kRansProbScale - 1)];
-  *symbol = static_cast<uint8_t>(slot);
   x = ((slot >> 20) + 1) * (x >> kRansProbBits) + ((slot >> 8) & 0xfff);
-  while (x < kLow) {
-    if (pos == size) return false;
-    x = (x << 8) | code[pos++];
-  }
+  return static_cast<uint8_t>(slot);
+}
+
+// Refills a state below kLow from the next word; the caller guarantees two bytes remain.
+inline void refill(uint32_t& x, const uint8_t* code, size_t& pos) {
+  const bool need = x < kLow;
+  const uint32_t word = load_le16(code + pos);
+  x = need ? (x << 16) | word : x;
+  pos += need ? 2 : 0;
+}
+
+// One symbol with the bounds checked; false when the code runs out.
+inline bool decode_checked(uint32_t& x, const RansSlot* lookup, const uint8_t* code, size_t size, size_t& pos,
+                           uint8_t* symbol) {
+  *symbol = decode_step(x, lookup);
+  if (x >= kLow) return true;
+  if (size - pos < 2) return false;
+  refill(x, code, pos);
   return true;
 }
 
@@ -158,7 +179,7 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
                  std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
   scratch->resize(2 * count + 32);
   uint8_t* end = scratch->data() + scratch->size();
-  uint8_t* ptr = end;
+  uint8_t* ptr = end - 16;  // the states go last, at the front of the stream
   uint32_t x0 = kLow, x1 = kLow, x2 = kLow, x3 = kLow;
   size_t i = count;
   for (; i % 4 != 0; --i) {  // the tail: symbols past the last full group of four
@@ -171,10 +192,14 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
     encode_one(x1, symbols[i - 3], table, ptr);
     encode_one(x0, symbols[i - 4], table, ptr);
   }
-  for (uint32_t x : {x3, x2, x1, x0}) {  // x0 first in the stream, each little-endian
-    for (int b = 3; b >= 0; --b) *--ptr = static_cast<uint8_t>(x >> (8 * b));
+  // The code is built backwards in [ptr, end - 16); the states (x0 first, little-endian) precede it.
+  uint8_t states[16];
+  const uint32_t xs[4] = {x0, x1, x2, x3};
+  for (int k = 0; k < 4; ++k) {
+    for (int b = 0; b < 4; ++b) states[4 * k + b] = static_cast<uint8_t>(xs[k] >> (8 * b));
   }
-  out->insert(out->end(), ptr, end);
+  out->insert(out->end(), states, states + 16);
+  out->insert(out->end(), ptr, end - 16);
 }
 
 Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
@@ -189,22 +214,27 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
   uint32_t x[4];
   for (int k = 0; k < 4; ++k) {
     x[k] = static_cast<uint32_t>(get_le(code + 4 * k, 4));
-    DCR_REQUIRE(x[k] >= kLow && x[k] < (kLow << 8), Code::corrupt, "rANS stream: initial state out of range");
+    DCR_REQUIRE(x[k] >= kLow && x[k] < kHigh, Code::corrupt, "rANS stream: initial state out of range");
   }
   uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
   size_t pos = 16;
-  const Status truncated(Code::corrupt, "rANS stream: truncated");
   size_t i = 0;
-  for (; i + 4 <= count; i += 4) {
-    const bool ok = decode_one(x0, lookup, code, code_bytes, pos, &symbols[i]) &&
-                    decode_one(x1, lookup, code, code_bytes, pos, &symbols[i + 1]) &&
-                    decode_one(x2, lookup, code, code_bytes, pos, &symbols[i + 2]) &&
-                    decode_one(x3, lookup, code, code_bytes, pos, &symbols[i + 3]);
-    if (!ok) return truncated;
+  // Groups of four while eight bytes remain (at most one word per state): no bounds checks.
+  for (; i + 4 <= count && code_bytes - pos >= 8; i += 4) {
+    symbols[i] = decode_step(x0, lookup);
+    symbols[i + 1] = decode_step(x1, lookup);
+    symbols[i + 2] = decode_step(x2, lookup);
+    symbols[i + 3] = decode_step(x3, lookup);
+    refill(x0, code, pos);
+    refill(x1, code, pos);
+    refill(x2, code, pos);
+    refill(x3, code, pos);
   }
   for (; i < count; ++i) {
-    uint32_t& xi = i % 4 == 0 ? x0 : i % 4 == 1 ? x1 : x2;
-    if (!decode_one(xi, lookup, code, code_bytes, pos, &symbols[i])) return truncated;
+    uint32_t& xi = i % 4 == 0 ? x0 : i % 4 == 1 ? x1 : i % 4 == 2 ? x2 : x3;
+    if (!decode_checked(xi, lookup, code, code_bytes, pos, &symbols[i])) {
+      return Status(Code::corrupt, "rANS stream: truncated");
+    }
   }
   DCR_REQUIRE(pos == code_bytes && x0 == kLow && x1 == kLow && x2 == kLow && x3 == kLow, Code::corrupt,
               "rANS stream: does not end where its symbol count says");

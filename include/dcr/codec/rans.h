@@ -3,8 +3,8 @@
 // symbol, which is what low-entropy token streams (1-3 bits per change) need to reach their bound.
 //
 // State: four interleaved 32-bit states (symbol i uses state i % 4, so the four dependency chains
-// overlap), each kept in [2^23, 2^31); renormalisation moves whole bytes; probabilities are
-// quantised to kRansProbBits. Symbols are encoded last-to-first so the decoder reads forward.
+// overlap), each kept in [2^15, 2^31); renormalisation moves one 16-bit word at most per symbol, so
+// encoding and decoding are branch-free; probabilities are quantised to kRansProbBits. Symbols are encoded last-to-first so the decoder reads forward.
 // Division in the encoder is a multiplication by a per-symbol reciprocal (exact for x < 2^31).
 #pragma once
 
