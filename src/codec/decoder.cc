@@ -47,15 +47,21 @@ Status check_destination(const FrameHeader& h, const Region& dst, uint64_t expec
   return Status::ok();
 }
 
+struct BoxHashes {
+  uint64_t before;
+  uint64_t after;
+};
+
 // scatter_swap over a region, one contiguous run of elements at a time (the whole box when its rows
-// are adjacent in memory, else each row; long runs in cache-sized blocks), returning hash64 of the
-// region after the scatter, computed on each block while it is still in cache.
-uint64_t scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t* positions, uint64_t changed,
-                               uint64_t* words, Hasher* hasher, std::vector<uint32_t>* local) {
+// are adjacent in memory, else each row; long runs in cache-sized blocks). Each block is hashed just
+// before and just after its scatter while it is in cache, so the box is read from memory once.
+BoxHashes scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t* positions, uint64_t changed,
+                                uint64_t* words, Hasher* before, Hasher* after, std::vector<uint32_t>* local) {
   constexpr uint64_t kBlockElements = 1 << 14;
   const uint64_t run = r.contiguous() ? r.box.elements() : r.box.cols;
   const uint64_t runs = r.contiguous() ? 1 : r.box.rows;
-  hasher->reset();
+  before->reset();
+  after->reset();
   uint64_t j = 0;
   for (uint64_t k = 0; k < runs; ++k) {
     uint8_t* data = r.row(k);
@@ -67,15 +73,26 @@ uint64_t scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t* 
       for (; j < changed && positions[j] < run_start + end; ++j) {
         local->push_back(static_cast<uint32_t>(positions[j] - run_start));
       }
+      before->update(data + begin * r.width, (end - begin) * r.width);
       scatter_swap(data, r.width, mode, local->data(), local->size(), words + first);
-      hasher->update(data + begin * r.width, (end - begin) * r.width);
+      after->update(data + begin * r.width, (end - begin) * r.width);
     }
   }
-  return hasher->digest();
+  return BoxHashes{before->digest(), after->digest()};
+}
+
+std::string neither_message(const FrameHeader& h) {
+  return "frame " + h.describe() + ": destination holds neither its base nor its target bits "
+         "(repair the box with a full frame)";
 }
 
 }  // namespace
 
+// A delta frame is decoded in full first (a malformed one is refused before the box is touched),
+// then scattered in one pass that also hashes the box before and after. The old bits come back in
+// the words, so any outcome but "base bits in, target bits out" puts the box back exactly: a box
+// already at the target (a retry: an XOR must not count twice), a box at neither hash, or a result
+// that misses the target hash.
 Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
                            ApplyOutcome* outcome) {
   DecodedFrame& d = scratch_;
@@ -83,36 +100,34 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
   const FrameHeader& h = d.header;
   Region box;
   DCR_TRY(check_destination(h, dst, expected_base_version, &box));
-
-  const uint64_t before = region_hash(box);
-  if (before == h.target_hash) {
-    *outcome = ApplyOutcome::already_applied;
-    return Status::ok();
-  }
-  DCR_REQUIRE(h.is_full() || before == h.base_hash, Code::base_mismatch,
-              "frame " + h.describe() + ": destination holds neither its base nor its target bits "
-              "(repair the box with a full frame)");
-  if (h.is_full()) {
-    DCR_TRY(apply_full(frame, box));
+  if (h.is_full() || h.changed == 0) return apply_copy(frame, box, outcome);
+  DCR_TRY(decode_payload(frame, &d));
+  const BoxHashes hashes = scatter_swap_and_hash(box, h.value_mode, d.positions.data(), h.changed, d.words.data(),
+                                                 &hasher_, &after_, &local_);
+  if (hashes.before == h.base_hash && hashes.after == h.target_hash) {
     *outcome = ApplyOutcome::applied;
     return Status::ok();
   }
-  DCR_TRY(decode_payload(frame, &d));
-
-  if (scatter_swap_and_hash(box, h.value_mode, d.positions.data(), h.changed, d.words.data(), &hasher_, &local_) !=
-      h.target_hash) {
-    scatter_swap_and_hash(box, ValueMode::overwrite, d.positions.data(), h.changed, d.words.data(), &hasher_, &local_);
-    return Status(Code::target_mismatch,
-                  "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
+  scatter_swap_and_hash(box, ValueMode::overwrite, d.positions.data(), h.changed, d.words.data(), &hasher_, &after_,
+                        &local_);
+  if (hashes.before == h.target_hash) {
+    *outcome = ApplyOutcome::already_applied;
+    return Status::ok();
   }
-  *outcome = ApplyOutcome::applied;
-  return Status::ok();
+  DCR_REQUIRE(hashes.before == h.base_hash, Code::base_mismatch, neither_message(h));
+  return Status(Code::target_mismatch,
+                "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
 }
 
 // A full frame carries the box's bits as they are: copy them in (keeping the old bits to put back
-// should the result miss the target hash).
-Status FrameDecoder::apply_full(const uint8_t* frame, const Region& box) {
+// should the result miss the target hash). A delta frame with no change has nothing to copy.
+Status FrameDecoder::apply_copy(const uint8_t* frame, const Region& box, ApplyOutcome* outcome) {
   const FrameHeader& h = scratch_.header;
+  if (region_hash(box) == h.target_hash) {
+    *outcome = ApplyOutcome::already_applied;
+    return Status::ok();
+  }
+  DCR_REQUIRE(h.is_full(), Code::base_mismatch, neither_message(h));
   const uint64_t bytes = h.count() * h.elem_width;
   ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "full frame payload");
   const uint8_t* values;
@@ -128,6 +143,7 @@ Status FrameDecoder::apply_full(const uint8_t* frame, const Region& box) {
     return Status(Code::target_mismatch,
                   "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
   }
+  *outcome = ApplyOutcome::applied;
   return Status::ok();
 }
 

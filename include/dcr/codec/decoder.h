@@ -1,10 +1,15 @@
 // Decoding and safe in-place apply of frames.
 //
-// apply is the only way dcr changes receiver bits. It hashes the destination box first:
-//   equal to the target hash -> already applied, nothing is written (a retry never applies twice);
-//   equal to the base hash (or the frame is full) -> decode, apply, then verify the target hash;
-//   anything else -> refused with Code::base_mismatch, nothing written (repair with a full frame).
-// If the verification after apply fails, the old bits are put back before returning
+// apply is the only way dcr changes receiver bits. The outcome depends on the destination box's
+// bits before the call:
+//   the target bits -> already applied, the box is left as it was (a retry never applies twice);
+//   the base bits (or any bits, for a full frame) -> applied, and the result verified against the
+//     target hash;
+//   anything else -> refused with Code::base_mismatch, the box left as it was (repair it with a
+//     full frame).
+// A malformed frame is refused before the box is touched. A delta frame is scattered in one pass
+// that hashes each block before and after, keeping the old bits; every outcome but "applied" puts
+// them back before returning, and a result that misses the target hash returns
 // Code::target_mismatch, so a failed apply never leaves a box half-changed.
 #pragma once
 
@@ -43,10 +48,11 @@ class FrameDecoder {
 
  private:
   Status decode_payload(const uint8_t* frame, DecodedFrame* out);
-  Status apply_full(const uint8_t* frame, const Region& box);
+  Status apply_copy(const uint8_t* frame, const Region& box, ApplyOutcome* outcome);
   StreamCodec codec_;
   DecodedFrame scratch_;
-  Hasher hasher_;
+  Hasher hasher_;  // the box before a scatter
+  Hasher after_;   // and after it
   std::vector<uint32_t> local_;  // positions of one block, relative to its run
   std::vector<uint8_t> old_bits_;  // a full frame's destination before it was applied
 };
