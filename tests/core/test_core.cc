@@ -1,3 +1,4 @@
+#include <vector>
 #include <gtest/gtest.h>
 
 #include "dcr/codec/value_mode.h"
@@ -57,6 +58,26 @@ TEST(ValueMode, OrderedKeysAreMonotonicAndInvertible) {
     }
     // -0 and +0 are neighbours; so are the largest negative and -0's far side.
     EXPECT_EQ(sm_key(0, width), sm_key(sign_bit(width), width) + 1);
+  }
+}
+
+// Every 16-bit sign-magnitude pattern, in increasing order of the number it stands for (-0 just
+// below +0): the keys must count up by one, and zigzag must map +d and -d to 2d and 2d - 1.
+TEST(ValueMode, KeysOfEverySixteenBitPatternFollowNumericOrder) {
+  std::vector<uint64_t> ascending;
+  for (uint64_t m = 0x7fff;; --m) {  // negatives, largest magnitude first, down to -0
+    ascending.push_back(0x8000 | m);
+    if (m == 0) break;
+  }
+  for (uint64_t m = 0; m <= 0x7fff; ++m) ascending.push_back(m);
+  for (size_t i = 0; i < ascending.size(); ++i) {
+    ASSERT_EQ(sm_key(ascending[i], 2), i) << "pattern " << ascending[i];
+    ASSERT_EQ(sm_unkey(i, 2), ascending[i]);
+  }
+  for (uint64_t d = 1; d < 0x8000; ++d) {
+    ASSERT_EQ(zigzag(d, 2), 2 * d);
+    ASSERT_EQ(zigzag(0x10000 - d, 2), 2 * d - 1);
+    ASSERT_EQ(unzigzag(2 * d - 1, 2), 0x10000 - d);
   }
 }
 

@@ -27,29 +27,29 @@ DCR_HD uint64_t width_mask(unsigned width) {
 
 DCR_HD uint64_t sign_bit(unsigned width) { return 1ull << (8 * width - 1); }
 
-// Monotonic key of a sign-magnitude pattern: -max < ... < -0 < +0 < ... < +max map to increasing keys.
+// All-ones when the top bit of a `width`-byte word is set, else zero. The helpers below are
+// branch-free: signs of trained weights are random, so a branch on them would mispredict half the time.
+DCR_HD uint64_t top_bit_mask(uint64_t bits, unsigned width) { return 0 - ((bits >> (8 * width - 1)) & 1); }
+
+// Monotonic key of a sign-magnitude pattern: -max < ... < -0 < +0 < ... < +max map to increasing keys
+// (a negative pattern is inverted, a positive one gets its sign bit set).
 DCR_HD uint64_t sm_key(uint64_t bits, unsigned width) {
-  const uint64_t sign = sign_bit(width);
-  return ((bits & sign) ? ~bits : (bits | sign)) & width_mask(width);
+  return (bits ^ (top_bit_mask(bits, width) | sign_bit(width))) & width_mask(width);
 }
 
 DCR_HD uint64_t sm_unkey(uint64_t key, unsigned width) {
-  const uint64_t sign = sign_bit(width);
-  return ((key & sign) ? (key & ~sign) : ~key) & width_mask(width);
+  return (key ^ (~top_bit_mask(key, width) | sign_bit(width))) & width_mask(width);
 }
 
 // Zigzag over a W-byte ring: small positive and negative differences become small words.
 DCR_HD uint64_t zigzag(uint64_t diff, unsigned width) {
-  const unsigned bits = 8 * width;
   const uint64_t mask = width_mask(width);
   diff &= mask;
-  const uint64_t negative = (diff >> (bits - 1)) & 1;
-  return ((diff << 1) ^ (negative ? mask : 0)) & mask;
+  return ((diff << 1) ^ top_bit_mask(diff, width)) & mask;
 }
 
 DCR_HD uint64_t unzigzag(uint64_t word, unsigned width) {
-  const uint64_t mask = width_mask(width);
-  return ((word >> 1) ^ ((word & 1) ? mask : 0)) & mask;
+  return ((word >> 1) ^ (0 - (word & 1))) & width_mask(width);
 }
 
 DCR_HD uint64_t encode_word(ValueMode mode, uint64_t old_bits, uint64_t new_bits, unsigned width) {
