@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "dcr/codec/scan.h"
+#include "dcr/codec/simd.h"
 #include "dcr/codec/stream.h"
 #include "dcr/codec/tokens.h"
 
@@ -22,33 +23,33 @@ Histogram scaled(const Histogram& hist, double factor) {
 }
 }  // namespace
 
-void TokenWriter::start(Section* section, uint64_t capacity) {
+void TokenWriter::start(Section* section, uint64_t capacity, unsigned max_extra_bits) {
   section_ = section;
   section->reset(2);
-  if (symbols_.size() < capacity) symbols_.resize(capacity);
-  count_ = 0;
-  extra_bits_ = 0;
-  std::fill(std::begin(halves_), std::end(halves_), 0u);
-  bits_ = BitWriter(&section->streams[1].bytes);
+  cursor_ = Cursor{symbols_.reserve(capacity + 16), 0,
+                   BitPacker(bits_.reserve(BitPacker::capacity(capacity * max_extra_bits)))};
 }
 
 void TokenWriter::finish() {
-  section_->streams[0].bytes.assign(symbols_.begin(), symbols_.begin() + count_);
-  Histogram& hist = section_->streams[0].hist;
-  for (int s = 0; s < 256; ++s) hist[s] = uint64_t(halves_[s]) + halves_[256 + s];
-  section_->streams[0].counted = true;
-  bits_.finish();
+  RawStream& symbols = section_->streams[0];
+  symbols.bytes.assign(cursor_.symbols, cursor_.symbols + cursor_.count);
+  histogram_of(cursor_.symbols, cursor_.count, &symbols.hist);
+  symbols.counted = true;
+  section_->streams[1].bytes.assign(bits_.data(), bits_.data() + cursor_.bits.bytes());
 }
 
-double TokenWriter::cost() const { return token_pair_cost(section_->streams[0].hist, count_, extra_bits_); }
+double TokenWriter::cost() const {
+  return token_pair_cost(section_->streams[0].hist, cursor_.count, cursor_.bits.bits());
+}
 
-void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t capacity) {
+void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t elements, uint64_t capacity) {
   width_ = width;
   delta_mode_ = delta_mode;
+  elements_ = elements;
   changed_ = 0;
   next_position_ = 0;
-  gap_writer_.start(&gaps_, capacity);
-  delta_writer_.start(&deltas_, capacity);
+  gap_writer_.start(&gaps_, capacity, 30);  // gaps are below 2^32
+  delta_writer_.start(&deltas_, capacity, 8 * width);
   sampled_ = 0;
   xor_hist_.fill(0);
   xor_extra_bits_ = 0;
@@ -59,20 +60,27 @@ void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t capac
 }
 
 template <unsigned W, ValueMode Delta>
-void ChangeCollector::add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+void ChangeCollector::tokenize(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
   TokenWriter::Cursor gaps = gap_writer_.cursor(), deltas = delta_writer_.cursor();
   uint64_t next = next_position_;
-  for (uint64_t j = 0; j < n; ++j) {
+  uint64_t j = 0;
+  if (W == 2 && simd_level() == SimdLevel::avx512) {
+    j = tokenize_avx512_w2(Delta, base, target, positions, n, elements_, &next, &gaps, &deltas);
+  }
+  for (; j < n; ++j) {
     const uint64_t p = positions[j];
-    const uint64_t a = load_word(base, p, W), b = load_word(target, p, W);
     gaps.add(p - next);
     next = p + 1;
-    deltas.add(encode_word(Delta, a, b, W));
+    deltas.add(encode_word(Delta, load_word(base, p, W), load_word(target, p, W), W));
   }
   gap_writer_.commit(gaps);
   delta_writer_.commit(deltas);
   next_position_ = next;
-  // The other choices are only measured, on every kSampleStride-th change.
+}
+
+// The other value choices are only measured, on every kSampleStride-th change.
+template <unsigned W>
+void ChangeCollector::sample(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
   for (uint64_t j = (kSampleStride - changed_ % kSampleStride) % kSampleStride; j < n; j += kSampleStride) {
     const uint64_t p = positions[j];
     const uint64_t a = load_word(base, p, W), b = load_word(target, p, W);
@@ -92,14 +100,18 @@ void ChangeCollector::add_fixed(const uint8_t* base, const uint8_t* target, cons
 void ChangeCollector::add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
   const bool sm = delta_mode_ == ValueMode::delta_sm;
   switch (width_) {
-    case 1: sm ? add_fixed<1, ValueMode::delta_sm>(base, target, positions, n)
-               : add_fixed<1, ValueMode::delta_tc>(base, target, positions, n); break;
-    case 2: sm ? add_fixed<2, ValueMode::delta_sm>(base, target, positions, n)
-               : add_fixed<2, ValueMode::delta_tc>(base, target, positions, n); break;
-    case 4: sm ? add_fixed<4, ValueMode::delta_sm>(base, target, positions, n)
-               : add_fixed<4, ValueMode::delta_tc>(base, target, positions, n); break;
-    default: sm ? add_fixed<8, ValueMode::delta_sm>(base, target, positions, n)
-                : add_fixed<8, ValueMode::delta_tc>(base, target, positions, n); break;
+    case 1: sm ? tokenize<1, ValueMode::delta_sm>(base, target, positions, n)
+               : tokenize<1, ValueMode::delta_tc>(base, target, positions, n);
+      return sample<1>(base, target, positions, n);
+    case 2: sm ? tokenize<2, ValueMode::delta_sm>(base, target, positions, n)
+               : tokenize<2, ValueMode::delta_tc>(base, target, positions, n);
+      return sample<2>(base, target, positions, n);
+    case 4: sm ? tokenize<4, ValueMode::delta_sm>(base, target, positions, n)
+               : tokenize<4, ValueMode::delta_tc>(base, target, positions, n);
+      return sample<4>(base, target, positions, n);
+    default: sm ? tokenize<8, ValueMode::delta_sm>(base, target, positions, n)
+                : tokenize<8, ValueMode::delta_tc>(base, target, positions, n);
+      return sample<8>(base, target, positions, n);
   }
 }
 

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dcr/codec/bit_io.h"
 #include "dcr/codec/rans.h"
+#include "dcr/codec/tokens.h"
 #include "dcr/codec/value_mode.h"
 #include "src/codec/sections.h"
 
@@ -22,51 +24,63 @@ struct ValueCosts {
   double xor_planes = 0;
 };
 
-// Appends tokens of successive values to a token-pair section, counting the token histogram.
-// Hot loops take a Cursor (plain locals the compiler keeps in registers) and hand it back.
+// A growable byte buffer that is never zero-filled: its writers overwrite what they use.
+class ByteBuffer {
+ public:
+  uint8_t* reserve(size_t bytes) {
+    if (bytes > size_) {
+      data_.reset(new uint8_t[bytes]);
+      size_ = bytes;
+    }
+    return data_.get();
+  }
+  const uint8_t* data() const { return data_.get(); }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+};
+
+// Appends tokens of successive values to a token-pair section. Hot loops take a Cursor (plain
+// locals the compiler keeps in registers) and hand it back.
 class TokenWriter {
  public:
   struct Cursor {
     uint8_t* symbols;
-    uint32_t* hist;  // two interleaved halves (even, odd counts): runs of one symbol do not
-                     // serialise on one counter
     uint64_t count;
-    uint64_t extra_bits;
-    BitWriter bits;
+    BitPacker bits;
     void add(uint64_t value) {
       const Token t = make_token(value);
-      ++hist[((count & 1) << 8) | t.symbol];
       symbols[count++] = t.symbol;
-      if (t.extra_bits != 0) {
-        extra_bits += t.extra_bits;
-        bits.put(t.extra, t.extra_bits);
-      }
+      bits.put(t.extra, t.extra_bits);
     }
   };
 
-  void start(Section* section, uint64_t capacity);
-  Cursor cursor() { return Cursor{symbols_.data(), halves_, count_, extra_bits_, bits_}; }
-  void commit(const Cursor& c) {
-    count_ = c.count;
-    extra_bits_ = c.extra_bits;
-    bits_ = c.bits;
-  }
-  void finish();  // trims the symbols, flushes the bits, records the histogram in the section
-  double cost() const;
+  // Room for `capacity` values of at most `max_extra_bits` extra bits each.
+  void start(Section* section, uint64_t capacity, unsigned max_extra_bits);
+  Cursor cursor() const { return cursor_; }
+  void commit(const Cursor& c) { cursor_ = c; }
+  void finish();  // moves the symbols and bits into the section, with the symbol histogram
+  double cost() const;  // after finish
 
  private:
   Section* section_ = nullptr;
-  std::vector<uint8_t> symbols_;  // grows, never shrinks: no clearing per frame
-  uint64_t count_ = 0;
-  uint64_t extra_bits_ = 0;
-  uint32_t halves_[512] = {};
-  BitWriter bits_{nullptr};
+  ByteBuffer symbols_;  // grows, never shrinks
+  ByteBuffer bits_;
+  Cursor cursor_{nullptr, 0, BitPacker()};
 };
+
+// The AVX-512 twin of the scalar gap and ordered-delta tokenising for 2-byte elements (the same
+// bytes): tokenises a prefix of the n changes, a whole number of groups of 16 that all lie below the
+// box's last element, and returns its length. `next` is the position after the previous change.
+uint64_t tokenize_avx512_w2(ValueMode delta_mode, const uint8_t* base, const uint8_t* target,
+                            const uint32_t* positions, uint64_t n, uint64_t elements, uint64_t* next,
+                            TokenWriter::Cursor* gaps, TokenWriter::Cursor* deltas);
 
 class ChangeCollector {
  public:
-  // `capacity`: the most changes the frame can hold (its element count).
-  void start(unsigned width, ValueMode delta_mode, uint64_t capacity);
+  // `elements`: the box's element count; `capacity`: the most changes that will be added.
+  void start(unsigned width, ValueMode delta_mode, uint64_t elements, uint64_t capacity);
   // Adds the changed elements at positions[0..n) (ascending, after any added before).
   void add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
   void finish();
@@ -77,15 +91,18 @@ class ChangeCollector {
 
  private:
   template <unsigned W, ValueMode Delta>
-  void add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
+  void tokenize(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
+  template <unsigned W>
+  void sample(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
 
   unsigned width_ = 2;
   ValueMode delta_mode_ = ValueMode::delta_sm;
+  uint64_t elements_ = 0;
   uint64_t changed_ = 0;
   uint64_t next_position_ = 0;
   Section gaps_, deltas_;
   TokenWriter gap_writer_, delta_writer_;
-  static constexpr uint64_t kSampleStride = 4;
+  static constexpr uint64_t kSampleStride = 16;
   uint64_t sampled_ = 0;
   Histogram xor_hist_{};
   uint64_t xor_extra_bits_ = 0;

@@ -82,7 +82,7 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
   s.positions.resize(std::max<size_t>(s.positions.size(), count + kScanSlack));
   s.base_hash.reset();
   s.target_hash.reset();
-  s.collector.start(width, delta_mode(), count);
+  s.collector.start(width, delta_mode(), count, count);
   uint64_t changed = 0;
   for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
     const uint64_t end = std::min(count, begin + kBlockElements);
@@ -105,7 +105,7 @@ Status FrameEncoder::encode_delta_at(const Region& base_in, const Region& target
   Scratch& s = *scratch_;
   const Region base = dense_region(base_in.box, base_in.width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, target_in.width, dense_bytes(target_in, &s.target_copy));
-  s.collector.start(base.width, delta_mode(), changed);
+  s.collector.start(base.width, delta_mode(), base.box.elements(), changed);
   s.collector.add(base.data, target.data, positions, changed);
   s.collector.finish();
   const Hashes hashes{region_hash(base), region_hash(target)};

@@ -1,5 +1,7 @@
 #include "dcr/codec/scan.h"
 
+#include "dcr/codec/simd.h"
+
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -104,16 +106,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t scan_avx512
   return scan_scalar(base, target, chunks * kPerChunk, end, W, positions, changed);
 }
 
-bool have_avx512() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl");
-  return ok;
-}
-
-bool have_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
-  return ok;
-}
 #endif
 
 }  // namespace
@@ -123,7 +115,8 @@ uint64_t scan_changes_in(const void* base, const void* target, uint64_t begin, u
   const uint8_t* b = static_cast<const uint8_t*>(base);
   const uint8_t* t = static_cast<const uint8_t*>(target);
 #if defined(__x86_64__)
-  if (have_avx512()) {
+  const SimdLevel level = simd_level();
+  if (level == SimdLevel::avx512) {
     switch (width) {
       case 1: return scan_avx512<1>(b, t, begin, end, positions);
       case 2: return scan_avx512<2>(b, t, begin, end, positions);
@@ -131,7 +124,7 @@ uint64_t scan_changes_in(const void* base, const void* target, uint64_t begin, u
       default: return scan_avx512<8>(b, t, begin, end, positions);
     }
   }
-  if (have_avx2()) return scan_avx2(b, t, begin, end, width, positions);
+  if (level == SimdLevel::avx2) return scan_avx2(b, t, begin, end, width, positions);
 #endif
   return scan_scalar(b, t, begin, end, width, positions, 0);
 }

@@ -49,13 +49,15 @@ void build_tokens(uint64_t n, ValueAt value_at, Section* section) {
   section->reset(2);
   std::vector<uint8_t>& symbols = section->streams[0].bytes;
   symbols.resize(n);
-  BitWriter extras(&section->streams[1].bytes);
+  std::vector<uint8_t>& extra_bytes = section->streams[1].bytes;
+  extra_bytes.resize(BitPacker::capacity(64 * n));
+  BitPacker extras(extra_bytes.data());
   for (uint64_t j = 0; j < n; ++j) {
     const Token t = make_token(value_at(j));
     symbols[j] = t.symbol;
     extras.put(t.extra, t.extra_bits);
   }
-  extras.finish();
+  extra_bytes.resize(extras.bytes());
 }
 
 // Reads the stream pair written by build_tokens, calling emit(j, value) for each of the n values;

@@ -1,4 +1,5 @@
 // Packed bit streams, least significant bit first, for the raw low bits of bucketed tokens.
+// Little-endian hosts only (the packer stores its accumulator as is).
 #pragma once
 
 #include <cstdint>
@@ -7,39 +8,51 @@
 
 #include "dcr/core/status.h"
 
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dcr's bit streams assume a little-endian host");
+
 namespace dcr {
 
-class BitWriter {
+// Packs fields into a caller-sized buffer without branches: each put stores the whole 64-bit
+// accumulator and moves on by the 32-bit words it filled. The buffer needs room for the packed
+// bytes plus 8 (see capacity()).
+class BitPacker {
  public:
-  explicit BitWriter(std::vector<uint8_t>* out) : out_(out) {}
+  explicit BitPacker(uint8_t* out = nullptr) : start_(out), ptr_(out) {}
 
-  // Appends the low `count` bits of `value` (count <= 64).
-  void put(uint64_t value, unsigned count) {
-    if (count == 0) return;
-    if (count < 64) value &= (1ull << count) - 1;
-    acc_ |= value << fill_;
-    const unsigned room = 64 - fill_;
-    if (count < room) {
-      fill_ += count;
-      return;
-    }
-    flush_word(acc_);
-    acc_ = room == 64 ? 0 : (value >> room);
-    fill_ = count - room;
+  // Bytes a buffer needs to pack `bits` bits in total.
+  static size_t capacity(uint64_t bits) { return bits / 8 + 16; }
+
+  // Appends the `count` (<= 32) bits of `value`, which must be below 2^count.
+  void put32(uint32_t value, unsigned count) {
+    acc_ |= static_cast<uint64_t>(value) << fill_;
+    fill_ += count;
+    std::memcpy(ptr_, &acc_, 8);
+    const unsigned full = fill_ >> 5;  // 0 or 1: fill_ stays below 64
+    ptr_ += 4 * full;
+    acc_ >>= 32 * full;
+    fill_ -= 32 * full;
   }
 
-  void finish() {
-    for (unsigned i = 0; i < fill_; i += 8) out_->push_back(static_cast<uint8_t>(acc_ >> i));
-    acc_ = 0;
-    fill_ = 0;
+  // Appends the `count` (<= 64) bits of `value`, which must be below 2^count.
+  void put(uint64_t value, unsigned count) {
+    if (count > 32) {
+      put32(static_cast<uint32_t>(value), 32);
+      put32(static_cast<uint32_t>(value >> 32), count - 32);
+      return;
+    }
+    put32(static_cast<uint32_t>(value), count);
+  }
+
+  uint64_t bits() const { return 8 * static_cast<uint64_t>(ptr_ - start_) + fill_; }
+  // Bytes written so far, the last one padded with zero bits.
+  size_t bytes() {
+    std::memcpy(ptr_, &acc_, 8);
+    return static_cast<size_t>(ptr_ - start_) + (fill_ + 7) / 8;
   }
 
  private:
-  void flush_word(uint64_t word) {
-    for (unsigned i = 0; i < 64; i += 8) out_->push_back(static_cast<uint8_t>(word >> i));
-  }
-
-  std::vector<uint8_t>* out_;
+  uint8_t* start_;
+  uint8_t* ptr_;
   uint64_t acc_ = 0;
   unsigned fill_ = 0;
 };

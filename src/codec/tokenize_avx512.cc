@@ -1,0 +1,109 @@
+// AVX-512 tokenising of 2-byte elements, sixteen changes at a time: gaps from the positions,
+// ordered deltas from gathered base and target words, tokens with lzcnt. The scalar loop in
+// change_collector.cc is the reference; tests compare the frames both write, byte for byte.
+#include "src/codec/change_collector.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace dcr {
+
+#if defined(__x86_64__)
+#define DCR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd")))
+
+namespace {
+
+struct Tokens {
+  __m512i symbol, extra, extra_bits;
+};
+
+// make_token on sixteen words below 2^32.
+DCR_AVX512 inline Tokens make_tokens(__m512i v) {
+  const __m512i top = _mm512_sub_epi32(_mm512_set1_epi32(31), _mm512_lzcnt_epi32(v));
+  const __m512i extra_bits = _mm512_sub_epi32(top, _mm512_set1_epi32(2));
+  const __m512i mantissa = _mm512_and_si512(_mm512_srlv_epi32(v, extra_bits), _mm512_set1_epi32(3));
+  const __m512i big_symbol = _mm512_add_epi32(_mm512_slli_epi32(top, 2), mantissa);  // 16 + 4(top-4) + m
+  const __m512i low = _mm512_sub_epi32(_mm512_sllv_epi32(_mm512_set1_epi32(1), extra_bits), _mm512_set1_epi32(1));
+  const __mmask16 big = _mm512_cmpge_epu32_mask(v, _mm512_set1_epi32(kDirectTokens));
+  return Tokens{_mm512_mask_blend_epi32(big, v, big_symbol), _mm512_maskz_and_epi32(big, v, low),
+                _mm512_maskz_mov_epi32(big, extra_bits)};
+}
+
+// All-ones in the low 16 bits of lanes whose bit 15 is set.
+DCR_AVX512 inline __m512i top_bit16(__m512i x) {
+  return _mm512_and_si512(_mm512_srai_epi32(_mm512_slli_epi32(x, 16), 31), _mm512_set1_epi32(0xffff));
+}
+
+DCR_AVX512 inline __m512i sm_key16(__m512i x) {
+  return _mm512_xor_si512(x, _mm512_or_si512(top_bit16(x), _mm512_set1_epi32(0x8000)));
+}
+
+DCR_AVX512 inline __m512i zigzag16(__m512i diff) {
+  const __m512i d = _mm512_and_si512(diff, _mm512_set1_epi32(0xffff));
+  return _mm512_and_si512(_mm512_xor_si512(_mm512_slli_epi32(d, 1), top_bit16(d)), _mm512_set1_epi32(0xffff));
+}
+
+DCR_AVX512 inline __m512i gather16(const uint8_t* data, __m512i positions) {
+  return _mm512_and_si512(_mm512_i32gather_epi32(positions, data, 2), _mm512_set1_epi32(0xffff));
+}
+
+DCR_AVX512 inline void store_symbols(const Tokens& t, TokenWriter::Cursor* c) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(c->symbols + c->count), _mm512_cvtepi32_epi8(t.symbol));
+  c->count += 16;
+}
+
+DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uint8_t* target,
+                             const uint32_t* positions, uint64_t n, uint64_t elements, uint64_t* next,
+                             TokenWriter::Cursor* gap_cursor, TokenWriter::Cursor* delta_cursor) {
+  // Each gather reads 4 bytes at the element, so the box's last element stays scalar.
+  uint64_t groups = n / 16;
+  if (groups > 0 && positions[16 * groups - 1] + 1 >= elements) --groups;
+  TokenWriter::Cursor gaps = *gap_cursor, deltas = *delta_cursor;
+  __m512i carry = _mm512_set1_epi32(static_cast<int>(*next));  // lane 15: the position after the last change
+  alignas(64) uint32_t gap_extra[16], gap_bits[16], delta_extra[16], delta_bits[16];
+  for (uint64_t g = 0; g < groups; ++g) {
+    const __m512i pos = _mm512_loadu_si512(positions + 16 * g);
+    const __m512i after = _mm512_add_epi32(pos, _mm512_set1_epi32(1));
+    const Tokens gap = make_tokens(_mm512_sub_epi32(pos, _mm512_alignr_epi32(after, carry, 15)));
+    carry = after;
+    const __m512i a = gather16(base, pos), b = gather16(target, pos);
+    const __m512i diff = sign_magnitude ? _mm512_sub_epi32(sm_key16(b), sm_key16(a)) : _mm512_sub_epi32(b, a);
+    const Tokens delta = make_tokens(zigzag16(diff));
+    store_symbols(gap, &gaps);
+    store_symbols(delta, &deltas);
+    // Delta extras are at most 13 bits: pairs merge into one field of at most 26.
+    const __m512i odd_bits = _mm512_srli_epi64(delta.extra_bits, 32);
+    const __m512i pair_extra =
+        _mm512_or_si512(delta.extra, _mm512_sllv_epi32(_mm512_srli_epi64(delta.extra, 32), delta.extra_bits));
+    _mm512_store_si512(gap_extra, gap.extra);
+    _mm512_store_si512(gap_bits, gap.extra_bits);
+    _mm512_store_si512(delta_extra, pair_extra);
+    _mm512_store_si512(delta_bits, _mm512_add_epi32(delta.extra_bits, odd_bits));
+    for (int i = 0; i < 16; i += 2) {
+      gaps.bits.put32(gap_extra[i], gap_bits[i]);
+      gaps.bits.put32(gap_extra[i + 1], gap_bits[i + 1]);
+      deltas.bits.put32(delta_extra[i], delta_bits[i]);
+    }
+  }
+  if (groups > 0) *next = positions[16 * groups - 1] + 1ull;
+  *gap_cursor = gaps;
+  *delta_cursor = deltas;
+  return 16 * groups;
+}
+
+}  // namespace
+#endif
+
+uint64_t tokenize_avx512_w2(ValueMode delta_mode, const uint8_t* base, const uint8_t* target,
+                            const uint32_t* positions, uint64_t n, uint64_t elements, uint64_t* next,
+                            TokenWriter::Cursor* gaps, TokenWriter::Cursor* deltas) {
+#if defined(__x86_64__)
+  if (elements <= (1ull << 31)) {  // gather indices are signed 32-bit
+    return tokenize(delta_mode == ValueMode::delta_sm, base, target, positions, n, elements, next, gaps, deltas);
+  }
+#endif
+  return 0;
+}
+
+}  // namespace dcr
