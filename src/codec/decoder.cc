@@ -69,12 +69,15 @@ BoxHashes scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t*
     for (uint64_t begin = 0; begin < run; begin += kBlockElements) {
       const uint64_t end = std::min(run, begin + kBlockElements);
       const uint64_t first = j;
-      local->clear();
-      for (; j < changed && positions[j] < run_start + end; ++j) {
-        local->push_back(static_cast<uint32_t>(positions[j] - run_start));
+      j = std::lower_bound(positions + first, positions + changed, run_start + end) - positions;
+      const uint32_t* in_run = positions + first;  // offsets in the run: the box's own when k == 0
+      if (k > 0) {
+        local->resize(j - first);
+        for (uint64_t i = first; i < j; ++i) (*local)[i - first] = static_cast<uint32_t>(positions[i] - run_start);
+        in_run = local->data();
       }
       before->update(data + begin * r.width, (end - begin) * r.width);
-      scatter_swap(data, r.width, mode, local->data(), local->size(), words + first);
+      scatter_swap(data, r.width, mode, in_run, j - first, words + first);
       after->update(data + begin * r.width, (end - begin) * r.width);
     }
   }

@@ -74,7 +74,16 @@ Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot,
   size_t extra_bytes;
   DCR_TRY(codec->read(reader, 8 * n, slot + 1, &extras, &extra_bytes));
   BitReader bits(extras, extra_bytes);
-  for (uint64_t j = 0; j < n; ++j) {
+  uint64_t j = 0;
+  for (; j < n && bits.has_window(); ++j) {  // the usual case, without bounds checks
+    const uint8_t symbol = symbols[j];
+    const unsigned extra_bits = token_extra_bits(symbol);
+    if (extra_bits > 56) break;
+    if (!emit(j, token_value(symbol, bits.get_unchecked(extra_bits)))) {
+      return Status(Code::corrupt, std::string(what) + " token out of range");
+    }
+  }
+  for (; j < n; ++j) {
     const uint8_t symbol = symbols[j];
     uint64_t value = symbol;
     if (symbol >= kDirectTokens) {

@@ -68,12 +68,8 @@ class BitReader {
       return true;
     }
     if (count > size_ * 8 - bit_pos_) return false;
-    const size_t byte = bit_pos_ >> 3;
-    if (count <= 56 && byte + 8 <= size_) {  // one unaligned 8-byte load holds all the bits
-      uint64_t window;
-      std::memcpy(&window, data_ + byte, 8);
-      *value = (window >> (bit_pos_ & 7)) & ((1ull << count) - 1);
-      bit_pos_ += count;
+    if (count <= 56 && has_window()) {
+      *value = get_unchecked(count);
       return true;
     }
     uint64_t result = 0;
@@ -89,6 +85,18 @@ class BitReader {
     }
     *value = result;
     return true;
+  }
+
+  // Whether 8 bytes can be loaded at the read position: get_unchecked may then take up to 56 bits.
+  bool has_window() const { return (bit_pos_ >> 3) + 8 <= size_; }
+
+  // Reads `count` (<= 56) bits with one unaligned 8-byte load; only while has_window().
+  uint64_t get_unchecked(unsigned count) {
+    uint64_t window;
+    std::memcpy(&window, data_ + (bit_pos_ >> 3), 8);
+    const uint64_t value = (window >> (bit_pos_ & 7)) & ((1ull << count) - 1);
+    bit_pos_ += count;
+    return value;
   }
 
   // True when every remaining bit is padding in the last byte (the writer pads with zeros).

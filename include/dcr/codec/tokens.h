@@ -25,15 +25,13 @@ inline Token make_token(uint64_t value) {
                static_cast<uint8_t>(extra_bits), extra};
 }
 
-inline unsigned token_extra_bits(uint8_t symbol) {
-  return symbol < kDirectTokens ? 0 : (symbol - kDirectTokens) / 4 + 2;
-}
+// Branch-free: token streams mix direct and bucketed tokens unpredictably.
+inline unsigned token_extra_bits(uint8_t symbol) { return symbol < kDirectTokens ? 0 : (symbol >> 2) - 2; }
 
 inline uint64_t token_value(uint8_t symbol, uint64_t extra) {
-  if (symbol < kDirectTokens) return symbol;
-  const unsigned extra_bits = token_extra_bits(symbol);
-  const uint64_t lead = 4u | ((symbol - kDirectTokens) & 3u);
-  return (lead << extra_bits) | extra;
+  const uint64_t lead = 4u | (symbol & 3u);
+  const uint64_t bucketed = (lead << token_extra_bits(symbol)) | extra;
+  return symbol < kDirectTokens ? symbol : bucketed;
 }
 
 }  // namespace dcr
