@@ -2,6 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "dcr/codec/simd.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace dcr {
 
@@ -80,7 +87,7 @@ double RansTable::payload_bytes(const Histogram& hist) const {
   for (int s = 0; s < 256; ++s) {
     if (hist[s] != 0) bits += static_cast<double>(hist[s]) * (kRansProbBits - std::log2(freq_[s]));
   }
-  return bits / 8 + 16;  // + the four flushed states
+  return bits / 8 + 16;  // + four flushed states
 }
 
 // Layout: symbol count - 1 (one byte), then per present symbol in increasing order: the symbol
@@ -174,70 +181,166 @@ inline bool decode_checked(uint32_t& x, const RansSlot* lookup, const uint8_t* c
 
 }  // namespace
 
-// Symbol i is coded by state i % 4; the four chains are independent, so their latencies overlap.
-void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
-                 std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
-  scratch->resize(2 * count + 32);
-  uint8_t* end = scratch->data() + scratch->size();
-  uint8_t* ptr = end - 16;  // the states go last, at the front of the stream
-  uint32_t x0 = kLow, x1 = kLow, x2 = kLow, x3 = kLow;
-  size_t i = count;
-  for (; i % 4 != 0; --i) {  // the tail: symbols past the last full group of four
-    uint32_t& x = (i - 1) % 4 == 0 ? x0 : (i - 1) % 4 == 1 ? x1 : x2;
-    encode_one(x, symbols[i - 1], table, ptr);
+namespace {
+
+// Symbol i is coded by state i % N; the N chains are independent, so their latencies overlap.
+// Within a group the states are encoded N-1 down to 0, so the decoder refills them 0 up to N-1.
+template <unsigned N>
+void encode_groups(const uint8_t* symbols, size_t groups, const RansTable& table, uint32_t* x, uint8_t*& ptr) {
+  for (size_t g = groups; g-- > 0;) {
+    for (unsigned k = N; k-- > 0;) encode_one(x[k], symbols[N * g + k], table, ptr);
   }
-  for (; i > 0; i -= 4) {
-    encode_one(x3, symbols[i - 1], table, ptr);
-    encode_one(x2, symbols[i - 2], table, ptr);
-    encode_one(x1, symbols[i - 3], table, ptr);
-    encode_one(x0, symbols[i - 4], table, ptr);
-  }
-  // The code is built backwards in [ptr, end - 16); the states (x0 first, little-endian) precede it.
-  uint8_t states[16];
-  const uint32_t xs[4] = {x0, x1, x2, x3};
-  for (int k = 0; k < 4; ++k) {
-    for (int b = 0; b < 4; ++b) states[4 * k + b] = static_cast<uint8_t>(xs[k] >> (8 * b));
-  }
-  out->insert(out->end(), states, states + 16);
-  out->insert(out->end(), ptr, end - 16);
 }
 
-Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
+#if defined(__x86_64__)
+// encode_groups<16> with one state per AVX-512 lane. The emitted words are compressed into lane
+// order, where the scalar loop puts them too (it emits lane 15 first, backwards). The quotient
+// x / freq comes from a double reciprocal: off by at most one below (when x / freq is a whole
+// number), which one comparison corrects.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void encode_groups_avx512(
+    const uint8_t* symbols, size_t groups, const RansTable& table, uint32_t* states, uint8_t*& ptr) {
+  alignas(64) uint32_t freq[256], cum[256];
+  alignas(64) double reciprocal[256];
+  for (int s = 0; s < 256; ++s) {
+    freq[s] = table.freq(static_cast<uint8_t>(s));
+    cum[s] = table.cum(static_cast<uint8_t>(s));
+    reciprocal[s] = freq[s] == 0 ? 0.0 : 1.0 / freq[s];
+  }
+  __m512i x = _mm512_loadu_si512(states);
+  for (size_t g = groups; g-- > 0;) {
+    const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(symbols + 16 * g)));
+    const __m512i f = _mm512_i32gather_epi32(s, freq, 4);
+    const __mmask16 emit = _mm512_cmpge_epu32_mask(x, _mm512_slli_epi32(f, 31 - kRansProbBits));
+    const unsigned emitted = static_cast<unsigned>(__builtin_popcount(emit));
+    ptr -= 2 * emitted;
+    _mm256_mask_storeu_epi16(ptr, static_cast<__mmask16>((1u << emitted) - 1),
+                             _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(emit, x)));
+    x = _mm512_mask_srli_epi32(x, emit, x, 16);
+    const __m256i s_low = _mm512_castsi512_si256(s), s_high = _mm512_extracti64x4_epi64(s, 1);
+    const __m256i q_low = _mm512_cvttpd_epu32(_mm512_mul_pd(_mm512_cvtepu32_pd(_mm512_castsi512_si256(x)),
+                                                            _mm512_i32gather_pd(s_low, reciprocal, 8)));
+    const __m256i q_high = _mm512_cvttpd_epu32(_mm512_mul_pd(_mm512_cvtepu32_pd(_mm512_extracti64x4_epi64(x, 1)),
+                                                             _mm512_i32gather_pd(s_high, reciprocal, 8)));
+    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q_low), q_high, 1);
+    __m512i r = _mm512_sub_epi32(x, _mm512_mullo_epi32(q, f));
+    const __mmask16 short_by_one = _mm512_cmpge_epu32_mask(r, f);
+    q = _mm512_mask_add_epi32(q, short_by_one, q, _mm512_set1_epi32(1));
+    r = _mm512_mask_sub_epi32(r, short_by_one, r, f);
+    x = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(q, kRansProbBits), r), _mm512_i32gather_epi32(s, cum, 4));
+  }
+  _mm512_storeu_si512(states, x);
+}
+#endif
+
+// The symbols past the last full group of N first (the encoder runs backwards), then the groups.
+template <unsigned N>
+void encode_lanes(const uint8_t* symbols, size_t count, const RansTable& table, uint32_t* x, uint8_t*& ptr) {
+  size_t i = count;
+  for (; i % N != 0; --i) encode_one(x[(i - 1) % N], symbols[i - 1], table, ptr);
+#if defined(__x86_64__)
+  if (N == 16 && simd_level() == SimdLevel::avx512) return encode_groups_avx512(symbols, i / N, table, x, ptr);
+#endif
+  encode_groups<N>(symbols, i / N, table, x, ptr);
+}
+
+// Whole groups while 2N bytes remain (at most one word per state): no bounds checks. Returns the
+// symbols decoded.
+template <unsigned N>
+size_t decode_groups(const uint8_t* code, size_t code_bytes, const RansSlot* lookup, size_t count, uint32_t* x,
+                     size_t& pos, uint8_t* symbols) {
+  size_t i = 0;
+  for (; i + N <= count && code_bytes - pos >= 2 * N; i += N) {
+    for (unsigned k = 0; k < N; ++k) symbols[i + k] = decode_step(x[k], lookup);
+    for (unsigned k = 0; k < N; ++k) refill(x[k], code, pos);
+  }
+  return i;
+}
+
+#if defined(__x86_64__)
+// decode_groups<16> with one state per AVX-512 lane: the slots are gathered, and the lanes that
+// need a word take the next ones in lane order (an expand), as the scalar loop does.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) size_t decode_groups_avx512(
+    const uint8_t* code, size_t code_bytes, const RansSlot* lookup, size_t count, uint32_t* states, size_t& pos,
+    uint8_t* symbols) {
+  __m512i x = _mm512_loadu_si512(states);
+  const __m512i low12 = _mm512_set1_epi32(kRansProbScale - 1);
+  size_t i = 0;
+  for (; i + 16 <= count && code_bytes - pos >= 32; i += 16) {
+    const __m512i slot = _mm512_i32gather_epi32(_mm512_and_si512(x, low12), lookup, 4);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(symbols + i), _mm512_cvtepi32_epi8(slot));
+    const __m512i freq = _mm512_add_epi32(_mm512_srli_epi32(slot, 20), _mm512_set1_epi32(1));
+    const __m512i offset = _mm512_and_si512(_mm512_srli_epi32(slot, 8), low12);
+    x = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(x, kRansProbBits)), offset);
+    const __mmask16 need = _mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(kLow));
+    const __m512i words =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(code + pos)));
+    x = _mm512_mask_or_epi32(x, need, _mm512_slli_epi32(x, 16), _mm512_maskz_expand_epi32(need, words));
+    pos += 2 * static_cast<size_t>(__builtin_popcount(need));
+  }
+  _mm512_storeu_si512(states, x);
+  return i;
+}
+#endif
+
+}  // namespace
+
+void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
+                 std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
+  const size_t state_bytes = 4 * lanes;
+  scratch->resize(2 * count + state_bytes + 16);
+  uint8_t* end = scratch->data() + scratch->size();
+  uint8_t* ptr = end - state_bytes;  // the code is built backwards in [ptr, end - state_bytes)
+  uint32_t x[16];
+  std::fill(x, x + lanes, kLow);
+  if (lanes == 16) {
+    encode_lanes<16>(symbols, count, table, x, ptr);
+  } else {
+    encode_lanes<4>(symbols, count, table, x, ptr);
+  }
+  uint8_t states[64];  // x0 first, each little-endian, ahead of the code
+  for (unsigned k = 0; k < lanes; ++k) {
+    for (int b = 0; b < 4; ++b) states[4 * k + b] = static_cast<uint8_t>(x[k] >> (8 * b));
+  }
+  out->insert(out->end(), states, states + state_bytes);
+  out->insert(out->end(), ptr, end - state_bytes);
+}
+
+Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
                    std::vector<RansSlot>* slots, uint8_t* symbols) {
-  DCR_REQUIRE(code_bytes >= 16, Code::corrupt, "rANS stream shorter than its four states");
+  const size_t state_bytes = 4 * lanes;
+  DCR_REQUIRE(code_bytes >= state_bytes, Code::corrupt,
+              "rANS stream shorter than its " + std::to_string(lanes) + " states");
   slots->resize(kRansProbScale);
   RansSlot* lookup = slots->data();
   for (int s = 0; s < 256; ++s) {
     const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
     for (uint32_t k = 0; k < f; ++k) lookup[c + k] = ((f - 1) << 20) | (k << 8) | static_cast<uint32_t>(s);
   }
-  uint32_t x[4];
-  for (int k = 0; k < 4; ++k) {
+  uint32_t x[16];
+  for (unsigned k = 0; k < lanes; ++k) {
     x[k] = static_cast<uint32_t>(get_le(code + 4 * k, 4));
     DCR_REQUIRE(x[k] >= kLow && x[k] < kHigh, Code::corrupt, "rANS stream: initial state out of range");
   }
-  uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-  size_t pos = 16;
-  size_t i = 0;
-  // Groups of four while eight bytes remain (at most one word per state): no bounds checks.
-  for (; i + 4 <= count && code_bytes - pos >= 8; i += 4) {
-    symbols[i] = decode_step(x0, lookup);
-    symbols[i + 1] = decode_step(x1, lookup);
-    symbols[i + 2] = decode_step(x2, lookup);
-    symbols[i + 3] = decode_step(x3, lookup);
-    refill(x0, code, pos);
-    refill(x1, code, pos);
-    refill(x2, code, pos);
-    refill(x3, code, pos);
+  size_t pos = state_bytes;
+  size_t i;
+  if (lanes == 16) {
+#if defined(__x86_64__)
+    if (simd_level() == SimdLevel::avx512) {
+      i = decode_groups_avx512(code, code_bytes, lookup, count, x, pos, symbols);
+    } else
+#endif
+      i = decode_groups<16>(code, code_bytes, lookup, count, x, pos, symbols);
+  } else {
+    i = decode_groups<4>(code, code_bytes, lookup, count, x, pos, symbols);
   }
   for (; i < count; ++i) {
-    uint32_t& xi = i % 4 == 0 ? x0 : i % 4 == 1 ? x1 : i % 4 == 2 ? x2 : x3;
-    if (!decode_checked(xi, lookup, code, code_bytes, pos, &symbols[i])) {
+    if (!decode_checked(x[i % lanes], lookup, code, code_bytes, pos, &symbols[i])) {
       return Status(Code::corrupt, "rANS stream: truncated");
     }
   }
-  DCR_REQUIRE(pos == code_bytes && x0 == kLow && x1 == kLow && x2 == kLow && x3 == kLow, Code::corrupt,
-              "rANS stream: does not end where its symbol count says");
+  bool final_states = true;
+  for (unsigned k = 0; k < lanes; ++k) final_states = final_states && x[k] == kLow;
+  DCR_REQUIRE(pos == code_bytes && final_states, Code::corrupt, "rANS stream: does not end where its symbol count says");
   return Status::ok();
 }
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "dcr/codec/rans.h"
+#include "dcr/codec/simd.h"
 #include "dcr/codec/stream.h"
 #include "dcr/codec/tokens.h"
 
@@ -18,7 +19,7 @@ std::vector<uint8_t> skewed_symbols(size_t n, uint64_t seed) {
   return out;
 }
 
-std::vector<uint8_t> roundtrip(const std::vector<uint8_t>& symbols) {
+std::vector<uint8_t> roundtrip(const std::vector<uint8_t>& symbols, unsigned lanes) {
   Histogram hist;
   histogram_of(symbols.data(), symbols.size(), &hist);
   RansTable table;
@@ -26,27 +27,48 @@ std::vector<uint8_t> roundtrip(const std::vector<uint8_t>& symbols) {
   std::vector<uint8_t> code, scratch;
   std::vector<RansSlot> lookup;
   table.write(&code);
-  rans_encode(symbols.data(), symbols.size(), table, &scratch, &code);
+  rans_encode(symbols.data(), symbols.size(), table, lanes, &scratch, &code);
   ByteReader reader(code.data(), code.size(), "test");
   RansTable read_back;
   EXPECT_TRUE(read_back.read(&reader).is_ok());
   std::vector<uint8_t> decoded(symbols.size());
   const Status s = rans_decode(code.data() + reader.position(), code.size() - reader.position(), read_back,
-                               symbols.size(), &lookup, decoded.data());
+                               symbols.size(), lanes, &lookup, decoded.data());
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   return decoded;
 }
 
+// Both state counts, and for 16 states both the AVX-512 and the scalar decoder (where the CPU has it).
 TEST(Rans, RoundTripsSkewedUniformAndSingleSymbolInputs) {
-  EXPECT_EQ(roundtrip(skewed_symbols(100000, 1)), skewed_symbols(100000, 1));
   std::vector<uint8_t> uniform(70000);
   std::mt19937 rng(2);
   for (auto& s : uniform) s = static_cast<uint8_t>(rng());
-  EXPECT_EQ(roundtrip(uniform), uniform);
-  std::vector<uint8_t> single(5000, 42);
-  EXPECT_EQ(roundtrip(single), single);
-  std::vector<uint8_t> one{7};
-  EXPECT_EQ(roundtrip(one), one);
+  const std::vector<std::vector<uint8_t>> inputs = {skewed_symbols(100000, 1), skewed_symbols(100003, 5), uniform,
+                                                    std::vector<uint8_t>(5000, 42), {7}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  for (SimdLevel level : {SimdLevel::avx512, SimdLevel::scalar}) {
+    limit_simd(level);
+    for (unsigned lanes : {4u, 16u}) {
+      for (const auto& input : inputs) EXPECT_EQ(roundtrip(input, lanes), input) << lanes << " lanes, " << input.size();
+    }
+  }
+  limit_simd(SimdLevel::avx512);
+}
+
+// The AVX-512 coder writes the scalar coder's bytes.
+TEST(Rans, EveryLevelWritesTheSameCode) {
+  for (size_t count : {size_t{16}, size_t{4096}, size_t{100003}}) {
+    const std::vector<uint8_t> symbols = skewed_symbols(count, 6);
+    std::vector<uint8_t> reference;
+    for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx512}) {
+      limit_simd(level);
+      StreamCodec codec;
+      std::vector<uint8_t> stream;
+      codec.write(symbols.data(), symbols.size(), StreamOptions{}, &stream);
+      if (level == SimdLevel::scalar) reference = stream;
+      EXPECT_EQ(stream, reference) << count << " symbols";
+    }
+    limit_simd(SimdLevel::avx512);
+  }
 }
 
 TEST(Rans, CodesWithinOnePercentOfEmpiricalEntropy) {
@@ -59,20 +81,23 @@ TEST(Rans, CodesWithinOnePercentOfEmpiricalEntropy) {
   }
   StreamCodec codec;
   std::vector<uint8_t> out;
-  EXPECT_EQ(codec.write(symbols.data(), symbols.size(), StreamOptions{}, &out), Coder::rans);
+  EXPECT_EQ(codec.write(symbols.data(), symbols.size(), StreamOptions{}, &out), Coder::rans16);
   EXPECT_LT(out.size(), entropy_bits / 8 * 1.01);
 }
 
-TEST(Rans, RejectsCorruptTablesAndCodes) {
-  const std::vector<uint8_t> symbols = skewed_symbols(10000, 4);
-  StreamCodec codec;
-  std::vector<uint8_t> stream;
-  codec.write(symbols.data(), symbols.size(), StreamOptions{}, &stream);
-  for (size_t cut = 0; cut < stream.size(); ++cut) {
-    ByteReader reader(stream.data(), cut, "cut stream");
-    const uint8_t* data;
-    size_t size;
-    EXPECT_FALSE(codec.read(&reader, symbols.size(), 0, &data, &size).is_ok()) << "cut at " << cut;
+TEST(Rans, RejectsTruncatedStreamsOfEitherStateCount) {
+  for (size_t count : {size_t{1000}, size_t{10000}}) {  // 4 states, then 16
+    const std::vector<uint8_t> symbols = skewed_symbols(count, 4);
+    StreamCodec codec;
+    std::vector<uint8_t> stream;
+    EXPECT_EQ(codec.write(symbols.data(), symbols.size(), StreamOptions{}, &stream),
+              count < 4096 ? Coder::rans : Coder::rans16);
+    for (size_t cut = 0; cut < stream.size(); ++cut) {
+      ByteReader reader(stream.data(), cut, "cut stream");
+      const uint8_t* data;
+      size_t size;
+      EXPECT_FALSE(codec.read(&reader, symbols.size(), 0, &data, &size).is_ok()) << "cut at " << cut;
+    }
   }
 }
 

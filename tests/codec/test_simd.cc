@@ -61,7 +61,7 @@ INSTANTIATE_TEST_SUITE_P(
     Codec, SimdTwins,
     ::testing::Values(Case{2, 1, 1.0, false}, Case{2, 17, 0.5, false}, Case{2, 33, 1.0, true},
                       Case{2, 3001, 0.03, false}, Case{2, 70001, 0.01, false}, Case{2, 70001, 0.05, true},
-                      Case{2, 200003, 0.0005, false}, Case{2, 50000, 0.9, false}, Case{1, 3001, 0.05, false},
+                      Case{2, 200003, 0.0005, false}, Case{2, 400000, 0.03, false}, Case{2, 50000, 0.9, false}, Case{1, 3001, 0.05, false},
                       Case{4, 3001, 0.05, true}, Case{8, 3001, 0.05, false}));
 
 }  // namespace

@@ -2,9 +2,10 @@
 // static frequency table. Unlike Huffman (zstd's literal coder) it spends fractions of a bit per
 // symbol, which is what low-entropy token streams (1-3 bits per change) need to reach their bound.
 //
-// State: four interleaved 32-bit states (symbol i uses state i % 4, so the four dependency chains
-// overlap), each kept in [2^15, 2^31); renormalisation moves one 16-bit word at most per symbol, so
-// encoding and decoding are branch-free; probabilities are quantised to kRansProbBits. Symbols are encoded last-to-first so the decoder reads forward.
+// State: N interleaved 32-bit states, N = 4 or 16 (symbol i uses state i % N, so the dependency
+// chains overlap; 16 fill an AVX-512 register), each kept in [2^15, 2^31); renormalisation moves
+// one 16-bit word at most per symbol, so encoding and decoding are branch-free; probabilities are
+// quantised to kRansProbBits. Symbols are encoded last-to-first so the decoder reads forward.
 // Division in the encoder is a multiplication by a per-symbol reciprocal (exact for x < 2^31).
 #pragma once
 
@@ -57,13 +58,14 @@ class RansTable {
 // frequency - 1 (bits 20-31).
 using RansSlot = uint32_t;
 
-// Appends the rANS code of `symbols` (table not included) to `out`.
-void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table,
+// Appends the rANS code of `symbols` with `lanes` (4 or 16) interleaved states (table not included)
+// to `out`.
+void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
                  std::vector<uint8_t>* scratch, std::vector<uint8_t>* out);
 
 // Decodes exactly `count` symbols from `code`; fails with Code::corrupt unless the code is
-// consumed exactly and the final state is the initial one.
-Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
+// consumed exactly and the final states are the initial ones.
+Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
                    std::vector<RansSlot>* slots, uint8_t* symbols);
 
 }  // namespace dcr
