@@ -2,6 +2,7 @@
 
 #include "dcr/codec/simd.h"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -106,6 +107,36 @@ __attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t scan_avx512
   return scan_scalar(base, target, chunks * kPerChunk, end, W, positions, changed);
 }
 
+// 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
+// instruction and one store (half the work of two 16-lane compresses), staged per run of
+// kStageElements and widened to positions afterwards.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt"))) uint64_t scan_avx512_w2_vbmi2(
+    const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end, uint32_t* positions) {
+  constexpr uint64_t kStageElements = 4096;
+  const uint64_t first_chunk = (begin + 31) / 32, chunks = end / 32;
+  if (first_chunk >= chunks) return scan_scalar(base, target, begin, end, 2, positions, 0);
+  uint64_t changed = scan_scalar(base, target, begin, first_chunk * 32, 2, positions, 0);
+  alignas(64) uint16_t stage[kStageElements + 32];
+  for (uint64_t run = first_chunk; run < chunks; run += kStageElements / 32) {
+    const uint64_t run_end = std::min(chunks, run + kStageElements / 32);
+    __m512i offsets = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
+                                       12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    uint64_t staged = 0;
+    for (uint64_t c = run; c < run_end; ++c) {
+      const __mmask32 mask = static_cast<__mmask32>(change_mask<2>(base + c * 64, target + c * 64));
+      _mm512_storeu_si512(stage + staged, _mm512_maskz_compress_epi16(mask, offsets));
+      staged += static_cast<uint64_t>(__builtin_popcount(mask));
+      offsets = _mm512_add_epi16(offsets, _mm512_set1_epi16(32));
+    }
+    const __m512i first = _mm512_set1_epi32(static_cast<int>(run * 32));
+    for (uint64_t j = 0; j < staged; j += 16) {  // whole registers: positions has kScanSlack spare entries
+      const __m512i wide = _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(stage + j)));
+      _mm512_storeu_si512(positions + changed + j, _mm512_add_epi32(wide, first));
+    }
+    changed += staged;
+  }
+  return scan_scalar(base, target, chunks * 32, end, 2, positions, changed);
+}
 #endif
 
 }  // namespace
@@ -119,7 +150,8 @@ uint64_t scan_changes_in(const void* base, const void* target, uint64_t begin, u
   if (level == SimdLevel::avx512) {
     switch (width) {
       case 1: return scan_avx512<1>(b, t, begin, end, positions);
-      case 2: return scan_avx512<2>(b, t, begin, end, positions);
+      case 2: return simd_has_vbmi2() ? scan_avx512_w2_vbmi2(b, t, begin, end, positions)
+                                      : scan_avx512<2>(b, t, begin, end, positions);
       case 4: return scan_avx512<4>(b, t, begin, end, positions);
       default: return scan_avx512<8>(b, t, begin, end, positions);
     }

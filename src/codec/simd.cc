@@ -27,6 +27,15 @@ SimdLevel simd_level() {
   return static_cast<int>(cpu) < limit ? cpu : static_cast<SimdLevel>(limit);
 }
 
+bool simd_has_vbmi2() {
+#if defined(__x86_64__)
+  static const bool cpu = __builtin_cpu_supports("avx512vbmi2");
+  return cpu && simd_level() == SimdLevel::avx512;
+#else
+  return false;
+#endif
+}
+
 void limit_simd(SimdLevel max) { cap.store(static_cast<int>(max), std::memory_order_relaxed); }
 
 }  // namespace dcr
