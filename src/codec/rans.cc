@@ -5,15 +5,12 @@
 #include <string>
 
 #include "dcr/codec/simd.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "src/codec/rans_avx512.h"
 
 namespace dcr {
 
 namespace {
-constexpr uint32_t kLow = 1u << 15;   // the normalised state lies in [kLow, kHigh)
+constexpr uint32_t kLow = kRansLow;  // the normalised state lies in [kLow, kHigh)
 constexpr uint32_t kHigh = 1u << 31;
 }
 
@@ -192,54 +189,12 @@ void encode_groups(const uint8_t* symbols, size_t groups, const RansTable& table
   }
 }
 
-#if defined(__x86_64__)
-// encode_groups<16> with one state per AVX-512 lane. The emitted words are compressed into lane
-// order, where the scalar loop puts them too (it emits lane 15 first, backwards). The quotient
-// x / freq comes from a double reciprocal: off by at most one below (when x / freq is a whole
-// number), which one comparison corrects.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void encode_groups_avx512(
-    const uint8_t* symbols, size_t groups, const RansTable& table, uint32_t* states, uint8_t*& ptr) {
-  alignas(64) uint32_t freq[256], cum[256];
-  alignas(64) double reciprocal[256];
-  for (int s = 0; s < 256; ++s) {
-    freq[s] = table.freq(static_cast<uint8_t>(s));
-    cum[s] = table.cum(static_cast<uint8_t>(s));
-    reciprocal[s] = freq[s] == 0 ? 0.0 : 1.0 / freq[s];
-  }
-  __m512i x = _mm512_loadu_si512(states);
-  for (size_t g = groups; g-- > 0;) {
-    const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(symbols + 16 * g)));
-    const __m512i f = _mm512_i32gather_epi32(s, freq, 4);
-    const __mmask16 emit = _mm512_cmpge_epu32_mask(x, _mm512_slli_epi32(f, 31 - kRansProbBits));
-    const unsigned emitted = static_cast<unsigned>(__builtin_popcount(emit));
-    ptr -= 2 * emitted;
-    _mm256_mask_storeu_epi16(ptr, static_cast<__mmask16>((1u << emitted) - 1),
-                             _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(emit, x)));
-    x = _mm512_mask_srli_epi32(x, emit, x, 16);
-    const __m256i s_low = _mm512_castsi512_si256(s), s_high = _mm512_extracti64x4_epi64(s, 1);
-    const __m256i q_low = _mm512_cvttpd_epu32(_mm512_mul_pd(_mm512_cvtepu32_pd(_mm512_castsi512_si256(x)),
-                                                            _mm512_i32gather_pd(s_low, reciprocal, 8)));
-    const __m256i q_high = _mm512_cvttpd_epu32(_mm512_mul_pd(_mm512_cvtepu32_pd(_mm512_extracti64x4_epi64(x, 1)),
-                                                             _mm512_i32gather_pd(s_high, reciprocal, 8)));
-    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q_low), q_high, 1);
-    __m512i r = _mm512_sub_epi32(x, _mm512_mullo_epi32(q, f));
-    const __mmask16 short_by_one = _mm512_cmpge_epu32_mask(r, f);
-    q = _mm512_mask_add_epi32(q, short_by_one, q, _mm512_set1_epi32(1));
-    r = _mm512_mask_sub_epi32(r, short_by_one, r, f);
-    x = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(q, kRansProbBits), r), _mm512_i32gather_epi32(s, cum, 4));
-  }
-  _mm512_storeu_si512(states, x);
-}
-#endif
-
 // The symbols past the last full group of N first (the encoder runs backwards), then the groups.
 template <unsigned N>
 void encode_lanes(const uint8_t* symbols, size_t count, const RansTable& table, uint32_t* x, uint8_t*& ptr) {
   size_t i = count;
   for (; i % N != 0; --i) encode_one(x[(i - 1) % N], symbols[i - 1], table, ptr);
-#if defined(__x86_64__)
-  if (N == 16 && simd_level() == SimdLevel::avx512) return encode_groups_avx512(symbols, i / N, table, x, ptr);
-#endif
+  if (N == 16 && simd_level() == SimdLevel::avx512) return rans_encode_groups_avx512(symbols, i / N, table, x, ptr);
   encode_groups<N>(symbols, i / N, table, x, ptr);
 }
 
@@ -255,32 +210,6 @@ size_t decode_groups(const uint8_t* code, size_t code_bytes, const RansSlot* loo
   }
   return i;
 }
-
-#if defined(__x86_64__)
-// decode_groups<16> with one state per AVX-512 lane: the slots are gathered, and the lanes that
-// need a word take the next ones in lane order (an expand), as the scalar loop does.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) size_t decode_groups_avx512(
-    const uint8_t* code, size_t code_bytes, const RansSlot* lookup, size_t count, uint32_t* states, size_t& pos,
-    uint8_t* symbols) {
-  __m512i x = _mm512_loadu_si512(states);
-  const __m512i low12 = _mm512_set1_epi32(kRansProbScale - 1);
-  size_t i = 0;
-  for (; i + 16 <= count && code_bytes - pos >= 32; i += 16) {
-    const __m512i slot = _mm512_i32gather_epi32(_mm512_and_si512(x, low12), lookup, 4);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(symbols + i), _mm512_cvtepi32_epi8(slot));
-    const __m512i freq = _mm512_add_epi32(_mm512_srli_epi32(slot, 20), _mm512_set1_epi32(1));
-    const __m512i offset = _mm512_and_si512(_mm512_srli_epi32(slot, 8), low12);
-    x = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(x, kRansProbBits)), offset);
-    const __mmask16 need = _mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(kLow));
-    const __m512i words =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(code + pos)));
-    x = _mm512_mask_or_epi32(x, need, _mm512_slli_epi32(x, 16), _mm512_maskz_expand_epi32(need, words));
-    pos += 2 * static_cast<size_t>(__builtin_popcount(need));
-  }
-  _mm512_storeu_si512(states, x);
-  return i;
-}
-#endif
 
 }  // namespace
 
@@ -324,12 +253,8 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
   size_t pos = state_bytes;
   size_t i;
   if (lanes == 16) {
-#if defined(__x86_64__)
-    if (simd_level() == SimdLevel::avx512) {
-      i = decode_groups_avx512(code, code_bytes, lookup, count, x, pos, symbols);
-    } else
-#endif
-      i = decode_groups<16>(code, code_bytes, lookup, count, x, pos, symbols);
+    i = simd_level() == SimdLevel::avx512 ? rans_decode_groups_avx512(code, code_bytes, lookup, count, x, pos, symbols)
+                                          : decode_groups<16>(code, code_bytes, lookup, count, x, pos, symbols);
   } else {
     i = decode_groups<4>(code, code_bytes, lookup, count, x, pos, symbols);
   }
