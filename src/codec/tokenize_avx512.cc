@@ -53,6 +53,29 @@ DCR_AVX512 inline void store_symbols(const Tokens& t, TokenWriter::Cursor* c) {
   c->count += 16;
 }
 
+// Bit fields (value, length) in 64-bit lanes.
+struct Fields {
+  __m512i value, bits;
+};
+
+// Sixteen 32-bit fields into eight 64-bit ones: field 2i, then field 2i+1 above it.
+DCR_AVX512 inline Fields merge_pairs(__m512i value, __m512i bits) {
+  const __m512i low32 = _mm512_set1_epi64(0xffffffff);
+  const __m512i even_bits = _mm512_and_si512(bits, low32);
+  return Fields{_mm512_or_si512(_mm512_and_si512(value, low32),
+                                _mm512_sllv_epi64(_mm512_srli_epi64(value, 32), even_bits)),
+                _mm512_add_epi64(even_bits, _mm512_srli_epi64(bits, 32))};
+}
+
+// Sixteen fields of at most 16 bits into four 64-bit ones (lanes 0-3).
+DCR_AVX512 inline Fields merge_fours(__m512i value, __m512i bits) {
+  const Fields pairs = merge_pairs(value, bits);
+  const __m512i even_bits = _mm512_maskz_compress_epi64(0x55, pairs.bits);
+  return Fields{_mm512_or_si512(_mm512_maskz_compress_epi64(0x55, pairs.value),
+                                _mm512_sllv_epi64(_mm512_maskz_compress_epi64(0xaa, pairs.value), even_bits)),
+                _mm512_add_epi64(even_bits, _mm512_maskz_compress_epi64(0xaa, pairs.bits))};
+}
+
 DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uint8_t* target,
                              const uint32_t* positions, uint64_t n, uint64_t elements, uint64_t* next,
                              TokenWriter::Cursor* gap_cursor, TokenWriter::Cursor* delta_cursor) {
@@ -61,7 +84,7 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
   if (groups > 0 && positions[16 * groups - 1] + 1 >= elements) --groups;
   TokenWriter::Cursor gaps = *gap_cursor, deltas = *delta_cursor;
   __m512i carry = _mm512_set1_epi32(static_cast<int>(*next));  // lane 15: the position after the last change
-  alignas(64) uint32_t gap_extra[16], gap_bits[16], delta_extra[16], delta_bits[16];
+  alignas(64) uint64_t gap_extra[8], gap_bits[8], delta_extra[8], delta_bits[8];
   for (uint64_t g = 0; g < groups; ++g) {
     const __m512i pos = _mm512_loadu_si512(positions + 16 * g);
     const __m512i after = _mm512_add_epi32(pos, _mm512_set1_epi32(1));
@@ -72,18 +95,18 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     const Tokens delta = make_tokens(zigzag16(diff));
     store_symbols(gap, &gaps);
     store_symbols(delta, &deltas);
-    // Delta extras are at most 13 bits: pairs merge into one field of at most 26.
-    const __m512i odd_bits = _mm512_srli_epi64(delta.extra_bits, 32);
-    const __m512i pair_extra =
-        _mm512_or_si512(delta.extra, _mm512_sllv_epi32(_mm512_srli_epi64(delta.extra, 32), delta.extra_bits));
-    _mm512_store_si512(gap_extra, gap.extra);
-    _mm512_store_si512(gap_bits, gap.extra_bits);
-    _mm512_store_si512(delta_extra, pair_extra);
-    _mm512_store_si512(delta_bits, _mm512_add_epi32(delta.extra_bits, odd_bits));
-    for (int i = 0; i < 16; i += 2) {
-      gaps.bits.put32(gap_extra[i], gap_bits[i]);
-      gaps.bits.put32(gap_extra[i + 1], gap_bits[i + 1]);
-      deltas.bits.put32(delta_extra[i], delta_bits[i]);
+    // Extra bits leave in merged fields, fewer puts: gap fields (at most 29 bits) in pairs, delta
+    // fields (at most 13) in fours.
+    const Fields gap_pairs = merge_pairs(gap.extra, gap.extra_bits);
+    const Fields delta_quads = merge_fours(delta.extra, delta.extra_bits);
+    _mm512_store_si512(gap_extra, gap_pairs.value);
+    _mm512_store_si512(gap_bits, gap_pairs.bits);
+    _mm512_store_si512(delta_extra, delta_quads.value);
+    _mm512_store_si512(delta_bits, delta_quads.bits);
+    for (int i = 0; i < 4; ++i) {
+      gaps.bits.put(gap_extra[2 * i], static_cast<unsigned>(gap_bits[2 * i]));
+      gaps.bits.put(gap_extra[2 * i + 1], static_cast<unsigned>(gap_bits[2 * i + 1]));
+      deltas.bits.put(delta_extra[i], static_cast<unsigned>(delta_bits[i]));
     }
   }
   if (groups > 0) *next = positions[16 * groups - 1] + 1ull;

@@ -12,9 +12,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "dcr's bit streams assu
 
 namespace dcr {
 
-// Packs fields into a caller-sized buffer without branches: each put stores the whole 64-bit
-// accumulator and moves on by the 32-bit words it filled. The buffer needs room for the packed
-// bytes plus 8 (see capacity()).
+// Packs fields into a caller-sized buffer without branches: each put stores the low 64 bits of the
+// stream's tail and moves on by one 8-byte word once it is full. The buffer needs room for the
+// packed bytes plus 8 (see capacity()).
 class BitPacker {
  public:
   explicit BitPacker(uint8_t* out = nullptr) : start_(out), ptr_(out) {}
@@ -22,25 +22,16 @@ class BitPacker {
   // Bytes a buffer needs to pack `bits` bits in total.
   static size_t capacity(uint64_t bits) { return bits / 8 + 16; }
 
-  // Appends the `count` (<= 32) bits of `value`, which must be below 2^count.
-  void put32(uint32_t value, unsigned count) {
-    acc_ |= static_cast<uint64_t>(value) << fill_;
-    fill_ += count;
-    std::memcpy(ptr_, &acc_, 8);
-    const unsigned full = fill_ >> 5;  // 0 or 1: fill_ stays below 64
-    ptr_ += 4 * full;
-    acc_ >>= 32 * full;
-    fill_ -= 32 * full;
-  }
-
   // Appends the `count` (<= 64) bits of `value`, which must be below 2^count.
   void put(uint64_t value, unsigned count) {
-    if (count > 32) {
-      put32(static_cast<uint32_t>(value), 32);
-      put32(static_cast<uint32_t>(value >> 32), count - 32);
-      return;
-    }
-    put32(static_cast<uint32_t>(value), count);
+    const uint64_t low = acc_ | (value << fill_);
+    const uint64_t high = (value >> 1) >> (63 - fill_);  // the bits past this word (none when fill_ is 0)
+    const unsigned total = fill_ + count;
+    std::memcpy(ptr_, &low, 8);
+    const unsigned full = total >> 6;
+    ptr_ += 8 * full;
+    acc_ = full ? high : low;
+    fill_ = total & 63;
   }
 
   uint64_t bits() const { return 8 * static_cast<uint64_t>(ptr_ - start_) + fill_; }
@@ -54,7 +45,7 @@ class BitPacker {
   uint8_t* start_;
   uint8_t* ptr_;
   uint64_t acc_ = 0;
-  unsigned fill_ = 0;
+  unsigned fill_ = 0;  // bits of acc_ in use, below 64
 };
 
 class BitReader {
