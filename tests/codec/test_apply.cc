@@ -4,6 +4,7 @@
 
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
+#include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
 #include "support/random_data.h"
 
@@ -40,17 +41,28 @@ TEST(Apply, SecondApplyIsANoOpSoAnXorIsNeverAppliedTwice) {
   EXPECT_EQ(dst, f.target);
 }
 
+// Every value mode, with the foreign bits where the frame changes nothing and where it changes an
+// element (an overwrite would reach the target bits from there: the base must still be checked).
 TEST(Apply, RefusesADestinationHoldingNeitherBaseNorTargetAndWritesNothing) {
-  Fixture f;
-  std::vector<uint8_t> dst = f.base;
-  dst[100] ^= 0x40;  // a partial or foreign write
-  const std::vector<uint8_t> before = dst;
-  FrameDecoder decoder;
-  ApplyOutcome outcome;
-  const Status s = decoder.apply(f.frame.data(), f.frame.size(), f.view(&dst), 5, &outcome);
-  EXPECT_EQ(s.code(), Code::base_mismatch);
-  EXPECT_NE(s.message().find("full frame"), std::string::npos) << s.message();
-  EXPECT_EQ(dst, before);
+  for (ValueMode mode : {ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm, ValueMode::delta_tc}) {
+    Fixture f(mode);
+    auto first_where = [&](bool changed) {
+      uint64_t i = 0;
+      while ((load_word(f.base.data(), i, kWidth) != load_word(f.target.data(), i, kWidth)) != changed) ++i;
+      return i;
+    };
+    for (uint64_t element : {first_where(false), first_where(true)}) {
+      std::vector<uint8_t> dst = f.base;
+      dst[kWidth * element] ^= 0x40;  // a partial or foreign write
+      const std::vector<uint8_t> before = dst;
+      FrameDecoder decoder;
+      ApplyOutcome outcome;
+      const Status s = decoder.apply(f.frame.data(), f.frame.size(), f.view(&dst), 5, &outcome);
+      EXPECT_EQ(s.code(), Code::base_mismatch) << value_mode_name(mode) << " element " << element;
+      EXPECT_NE(s.message().find("full frame"), std::string::npos) << s.message();
+      EXPECT_EQ(dst, before);
+    }
+  }
 }
 
 TEST(Apply, RefusesADeltaOnAnotherBaseVersion) {
