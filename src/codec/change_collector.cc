@@ -26,6 +26,7 @@ Histogram scaled(const Histogram& hist, double factor) {
 void TokenWriter::start(Section* section, uint64_t capacity, unsigned max_extra_bits) {
   section_ = section;
   section->reset(2);
+  section->streams[1].raw_only = true;  // the low bits of tokens are close to uniform
   cursor_ = Cursor{symbols_.reserve(capacity + 16), 0,
                    BitPacker(bits_.reserve(BitPacker::capacity(capacity * max_extra_bits)))};
 }

@@ -22,6 +22,10 @@ double Section::estimate() const {
   double total = 0;
   Histogram hist;
   for (const RawStream& s : streams) {
+    if (s.raw_only) {
+      total += 3 + static_cast<double>(s.bytes.size());  // coder byte, two varints, the bytes
+      continue;
+    }
     if (!s.counted) histogram_of(s.bytes.data(), s.bytes.size(), &hist);
     total += StreamCodec::estimate(s.counted ? s.hist : hist, s.bytes.size());
   }
@@ -34,7 +38,7 @@ size_t Section::write(StreamCodec* codec, int zstd_level, bool zstd_everywhere,
   for (const RawStream& s : streams) {
     StreamOptions options;
     options.try_zstd = s.try_zstd || zstd_everywhere;
-    options.raw_only = s.raw_only;
+    options.raw_only = s.raw_only && !zstd_everywhere;  // exhaustive mode tries every coder
     options.zstd_level = zstd_level;
     codec->write(s.bytes.data(), s.bytes.size(), options, out, s.counted ? &s.hist : nullptr);
   }
@@ -49,6 +53,7 @@ void build_tokens(uint64_t n, ValueAt value_at, Section* section) {
   section->reset(2);
   std::vector<uint8_t>& symbols = section->streams[0].bytes;
   symbols.resize(n);
+  section->streams[1].raw_only = true;  // the low bits of tokens are close to uniform
   std::vector<uint8_t>& extra_bytes = section->streams[1].bytes;
   extra_bytes.resize(BitPacker::capacity(64 * n));
   BitPacker extras(extra_bytes.data());

@@ -15,7 +15,7 @@ namespace dcr {
 struct RawStream {
   std::vector<uint8_t> bytes;
   bool try_zstd = false;
-  bool raw_only = false;  // stored as is (no entropy stage)
+  bool raw_only = false;  // stored as is (no entropy stage) unless the encoder tries every coder
   bool counted = false;  // `hist` already holds the byte histogram
   Histogram hist;
 };
