@@ -5,6 +5,7 @@
 #include "dcr/codec/bit_io.h"
 #include "dcr/codec/scan.h"
 #include "dcr/codec/tokens.h"
+#include "src/codec/detokenize_avx512.h"
 
 namespace dcr {
 
@@ -65,10 +66,12 @@ void build_tokens(uint64_t n, ValueAt value_at, Section* section) {
   extra_bytes.resize(extras.bytes());
 }
 
-// Reads the stream pair written by build_tokens, calling emit(j, value) for each of the n values;
-// emit returns false for a value the caller cannot accept.
-template <typename Emit>
-Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, const char* what, Emit emit) {
+// Reads the stream pair written by build_tokens. `prefix(tokens, &bit_pos)` may decode a first
+// part itself (the vectorised decoders) and returns how many tokens it took; emit(j, value) is then
+// called for each of the others and returns false for a value the caller cannot accept.
+template <typename Prefix, typename Emit>
+Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, const char* what, Prefix prefix,
+                   Emit emit) {
   const uint8_t* symbols;
   size_t symbol_count;
   DCR_TRY(codec->read(reader, n, slot, &symbols, &symbol_count));
@@ -78,8 +81,10 @@ Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot,
   const uint8_t* extras;
   size_t extra_bytes;
   DCR_TRY(codec->read(reader, 8 * n, slot + 1, &extras, &extra_bytes));
+  uint64_t bit_pos = 0;
+  uint64_t j = prefix(TokenPair{symbols, extras, extra_bytes}, &bit_pos);
   BitReader bits(extras, extra_bytes);
-  uint64_t j = 0;
+  bits.seek(bit_pos);
   for (; j < n && bits.has_window(); ++j) {  // the usual case, without bounds checks
     const uint8_t symbol = symbols[j];
     const unsigned extra_bits = token_extra_bits(symbol);
@@ -211,7 +216,10 @@ Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, 
     case PosCoding::gaps_varint: return read_varint_gaps(reader, codec, changed, count, positions);
     case PosCoding::gaps_token: {
       uint64_t next = 0;
-      return read_tokens(reader, codec, changed, 0, "gap token", [&](uint64_t j, uint64_t gap) {
+      const auto vectorised = [&](const TokenPair& tokens, uint64_t* bit_pos) {
+        return decode_gaps_avx512(tokens, changed, count, &next, bit_pos, positions);
+      };
+      return read_tokens(reader, codec, changed, 0, "gap token", vectorised, [&](uint64_t j, uint64_t gap) {
         if (gap >= count - next) return false;  // past the end of the box
         positions[j] = static_cast<uint32_t>(next + gap);
         next += gap + 1;
@@ -226,7 +234,10 @@ Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec,
                    unsigned width, uint64_t* words) {
   if (packing == ValuePacking::tokens) {
     const uint64_t mask = width_mask(width);
-    return read_tokens(reader, codec, changed, 2, "value token", [&](uint64_t j, uint64_t word) {
+    const auto vectorised = [&](const TokenPair& tokens, uint64_t* bit_pos) {
+      return decode_words_avx512(tokens, changed, width, bit_pos, words);
+    };
+    return read_tokens(reader, codec, changed, 2, "value token", vectorised, [&](uint64_t j, uint64_t word) {
       words[j] = word;
       return (word & ~mask) == 0;  // no wider than the element
     });

@@ -7,6 +7,7 @@
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/codec/simd.h"
+#include "dcr/core/hash.h"
 #include "support/random_data.h"
 
 namespace dcr {
@@ -54,6 +55,53 @@ TEST_P(SimdTwins, WriteTheSameFramesAsTheScalarCode) {
     ASSERT_TRUE(decoder.apply(reference.data(), reference.size(), test::flat(0, dst.data(), c.count, c.width), 3,
                               &outcome).is_ok());
     EXPECT_EQ(dst, target);
+  }
+}
+
+struct Decoded {
+  bool ok;
+  std::vector<uint32_t> positions;
+  std::vector<uint64_t> words;
+  bool operator==(const Decoded& o) const { return ok == o.ok && positions == o.positions && words == o.words; }
+};
+
+Decoded decode_at(SimdLevel level, const std::vector<uint8_t>& frame) {
+  limit_simd(level);
+  FrameDecoder decoder;
+  DecodedFrame d;
+  const bool ok = decoder.decode(frame.data(), frame.size(), 1u << 24, &d).is_ok();
+  limit_simd(SimdLevel::avx512);
+  return ok ? Decoded{true, d.positions, d.words} : Decoded{false, {}, {}};
+}
+
+// A copy of `frame` with payload bit `bit` flipped and both checksums recomputed, so the decoder
+// gets past them to the streams.
+std::vector<uint8_t> flipped(const std::vector<uint8_t>& frame, uint64_t bit) {
+  std::vector<uint8_t> out = frame;
+  out[kFrameHeaderBytes + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+  FrameHeader header;
+  EXPECT_TRUE(peek_frame_header(out.data(), out.size(), &header).is_ok());
+  header.payload_hash = hash64(out.data() + kFrameHeaderBytes, out.size() - kFrameHeaderBytes);
+  write_frame_header(header, out.data());
+  return out;
+}
+
+// The decoders too: the same positions and words from every level, and the same verdict on
+// frames with payload bits flipped behind valid checksums.
+TEST_P(SimdTwins, DecodeAsTheScalarCodeDoes) {
+  if (simd_level() == SimdLevel::scalar) GTEST_SKIP() << "this CPU runs only the scalar code";
+  const Case c = GetParam();
+  const std::vector<uint8_t> base = test::random_bytes(c.count * c.width, c.count + c.width);
+  const std::vector<uint8_t> target = test::perturb(base, c.width, c.fraction, 8, c.wild);
+  const std::vector<uint8_t> frame = encode_at(SimdLevel::avx512, test::flat(0, base.data(), c.count, c.width),
+                                               test::flat(0, target.data(), c.count, c.width), true);
+  const Decoded reference = decode_at(SimdLevel::scalar, frame);
+  ASSERT_TRUE(reference.ok);
+  EXPECT_EQ(decode_at(SimdLevel::avx512, frame), reference);
+  const uint64_t payload_bits = 8 * (frame.size() - kFrameHeaderBytes);
+  for (uint64_t k = 0; k < 200 && payload_bits > 0; ++k) {
+    const std::vector<uint8_t> bad = flipped(frame, (k * 7919 + 13) % payload_bits);
+    EXPECT_EQ(decode_at(SimdLevel::avx512, bad), decode_at(SimdLevel::scalar, bad)) << "flip " << k;
   }
 }
 
