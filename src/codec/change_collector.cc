@@ -65,7 +65,7 @@ void ChangeCollector::tokenize(const uint8_t* base, const uint8_t* target, const
   TokenWriter::Cursor gaps = gap_writer_.cursor(), deltas = delta_writer_.cursor();
   uint64_t next = next_position_;
   uint64_t j = 0;
-  if (W == 2 && simd_level() == SimdLevel::avx512) {
+  if (W == 2 && simd_level() >= SimdLevel::avx512) {
     j = tokenize_avx512_w2(Delta, base, target, positions, n, elements_, &next, &gaps, &deltas);
   }
   for (; j < n; ++j) {

@@ -194,7 +194,7 @@ template <unsigned N>
 void encode_lanes(const uint8_t* symbols, size_t count, const RansTable& table, uint32_t* x, uint8_t*& ptr) {
   size_t i = count;
   for (; i % N != 0; --i) encode_one(x[(i - 1) % N], symbols[i - 1], table, ptr);
-  if (N == 16 && simd_level() == SimdLevel::avx512) return rans_encode_groups_avx512(symbols, i / N, table, x, ptr);
+  if (N == 16 && simd_level() >= SimdLevel::avx512) return rans_encode_groups_avx512(symbols, i / N, table, x, ptr);
   encode_groups<N>(symbols, i / N, table, x, ptr);
 }
 
@@ -253,7 +253,7 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
   size_t pos = state_bytes;
   size_t i;
   if (lanes == 16) {
-    i = simd_level() == SimdLevel::avx512 ? rans_decode_groups_avx512(code, code_bytes, lookup, count, x, pos, symbols)
+    i = simd_level() >= SimdLevel::avx512 ? rans_decode_groups_avx512(code, code_bytes, lookup, count, x, pos, symbols)
                                           : decode_groups<16>(code, code_bytes, lookup, count, x, pos, symbols);
   } else {
     i = decode_groups<4>(code, code_bytes, lookup, count, x, pos, symbols);

@@ -1,6 +1,6 @@
 // Internal to the codec: the 16-state rANS coder with one state per AVX-512 lane. Both loops write
 // and read exactly what the scalar loops in rans.cc do (tests compare them); call them only where
-// simd_level() is SimdLevel::avx512 (elsewhere they do nothing and return 0).
+// simd_level() is SimdLevel::avx512 or above (elsewhere they do nothing and return 0).
 #pragma once
 
 #include <cstddef>

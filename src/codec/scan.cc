@@ -147,10 +147,10 @@ uint64_t scan_changes_in(const void* base, const void* target, uint64_t begin, u
   const uint8_t* t = static_cast<const uint8_t*>(target);
 #if defined(__x86_64__)
   const SimdLevel level = simd_level();
-  if (level == SimdLevel::avx512) {
+  if (level >= SimdLevel::avx512) {
     switch (width) {
       case 1: return scan_avx512<1>(b, t, begin, end, positions);
-      case 2: return simd_has_vbmi2() ? scan_avx512_w2_vbmi2(b, t, begin, end, positions)
+      case 2: return level == SimdLevel::avx512_vbmi ? scan_avx512_w2_vbmi2(b, t, begin, end, positions)
                                       : scan_avx512<2>(b, t, begin, end, positions);
       case 4: return scan_avx512<4>(b, t, begin, end, positions);
       default: return scan_avx512<8>(b, t, begin, end, positions);

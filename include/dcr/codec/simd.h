@@ -4,15 +4,14 @@
 
 namespace dcr {
 
-enum class SimdLevel { scalar = 0, avx2 = 1, avx512 = 2 };
+// avx512: F, BW, VL and CD (Skylake-X and later); avx512_vbmi: also VBMI and VBMI2, byte permutes
+// and 16-bit compresses (Ice Lake, Zen 4 and later).
+enum class SimdLevel { scalar = 0, avx2 = 1, avx512 = 2, avx512_vbmi = 3 };
 
-// The best level this CPU runs (AVX-512 needs F, BW, VL and CD), capped by limit_simd.
+// The best level this CPU runs, capped by limit_simd.
 SimdLevel simd_level();
 
-// Whether the AVX-512 level also has VBMI2 (16- and 8-bit compress), for loops that use it.
-bool simd_has_vbmi2();
-
-// Caps simd_level() for the whole process (tests and benchmarks); SimdLevel::avx512 lifts the cap.
+// Caps simd_level() for the whole process (tests and benchmarks); SimdLevel::avx512_vbmi lifts the cap.
 void limit_simd(SimdLevel max);
 
 }  // namespace dcr
