@@ -187,7 +187,7 @@ bool check_data(dcr::cuda::DeviceDelta& delta, const std::string& label, unsigne
     }
     std::vector<uint8_t> ref_dst(h_base, h_base + bytes);
     swapped = words;
-    dcr::scatter_swap(ref_dst.data(), w, mode, positions.data(), changed, swapped.data());
+    dcr::scatter_swap(ref_dst.data(), count, w, mode, positions.data(), changed, swapped.data());
     if (!same("apply swapped word", name, swapped.data(), got_words.data(), changed)) return false;
   }
   return true;

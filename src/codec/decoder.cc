@@ -77,7 +77,7 @@ BoxHashes scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t*
         in_run = local->data();
       }
       before->update(data + begin * r.width, (end - begin) * r.width);
-      scatter_swap(data, r.width, mode, in_run, j - first, words + first);
+      scatter_swap(data, run, r.width, mode, in_run, j - first, words + first);
       after->update(data + begin * r.width, (end - begin) * r.width);
     }
   }

@@ -1,6 +1,7 @@
 #include "dcr/codec/scan.h"
 
 #include "dcr/codec/simd.h"
+#include "src/codec/scatter_avx512.h"
 
 #include <algorithm>
 #include <cstring>
@@ -226,9 +227,11 @@ void gather_words(const void* base, const void* target, unsigned width, ValueMod
   dispatch<Gather>(width, mode, base, target, positions, changed, words);
 }
 
-void scatter_swap(void* dst, unsigned width, ValueMode mode, const uint32_t* positions,
+void scatter_swap(void* dst, uint64_t elements, unsigned width, ValueMode mode, const uint32_t* positions,
                   uint64_t changed, uint64_t* words) {
-  dispatch<Scatter>(width, mode, dst, positions, changed, words);
+  const uint64_t done =
+      width == 2 ? scatter_swap_avx512_w2(static_cast<uint8_t*>(dst), elements, mode, positions, changed, words) : 0;
+  dispatch<Scatter>(width, mode, dst, positions + done, changed - done, words + done);
 }
 
 }  // namespace dcr

@@ -3,14 +3,11 @@
 // change_collector.cc is the reference; tests compare the frames both write, byte for byte.
 #include "src/codec/change_collector.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "src/codec/value_mode_avx512.h"
 
 namespace dcr {
 
 #if defined(__x86_64__)
-#define DCR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd")))
 
 namespace {
 
@@ -28,20 +25,6 @@ DCR_AVX512 inline Tokens make_tokens(__m512i v) {
   const __mmask16 big = _mm512_cmpge_epu32_mask(v, _mm512_set1_epi32(kDirectTokens));
   return Tokens{_mm512_mask_blend_epi32(big, v, big_symbol), _mm512_maskz_and_epi32(big, v, low),
                 _mm512_maskz_mov_epi32(big, extra_bits)};
-}
-
-// All-ones in the low 16 bits of lanes whose bit 15 is set.
-DCR_AVX512 inline __m512i top_bit16(__m512i x) {
-  return _mm512_and_si512(_mm512_srai_epi32(_mm512_slli_epi32(x, 16), 31), _mm512_set1_epi32(0xffff));
-}
-
-DCR_AVX512 inline __m512i sm_key16(__m512i x) {
-  return _mm512_xor_si512(x, _mm512_or_si512(top_bit16(x), _mm512_set1_epi32(0x8000)));
-}
-
-DCR_AVX512 inline __m512i zigzag16(__m512i diff) {
-  const __m512i d = _mm512_and_si512(diff, _mm512_set1_epi32(0xffff));
-  return _mm512_and_si512(_mm512_xor_si512(_mm512_slli_epi32(d, 1), top_bit16(d)), _mm512_set1_epi32(0xffff));
 }
 
 DCR_AVX512 inline __m512i gather16(const uint8_t* data, __m512i positions) {
@@ -91,8 +74,8 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     const Tokens gap = make_tokens(_mm512_sub_epi32(pos, _mm512_alignr_epi32(after, carry, 15)));
     carry = after;
     const __m512i a = gather16(base, pos), b = gather16(target, pos);
-    const __m512i diff = sign_magnitude ? _mm512_sub_epi32(sm_key16(b), sm_key16(a)) : _mm512_sub_epi32(b, a);
-    const Tokens delta = make_tokens(zigzag16(diff));
+    const Tokens delta = make_tokens(sign_magnitude ? avx512::encode16<ValueMode::delta_sm>(a, b)
+                                                    : avx512::encode16<ValueMode::delta_tc>(a, b));
     store_symbols(gap, &gaps);
     store_symbols(delta, &deltas);
     // Extra bits leave in merged fields, fewer puts: gap fields (at most 29 bits) in pairs, delta

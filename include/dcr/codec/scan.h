@@ -50,7 +50,8 @@ void gather_words(const void* base, const void* target, unsigned width, ValueMod
 
 // dst[positions[j]] = apply_word(mode, dst[positions[j]], words[j]); the replaced bits are written
 // back into words[j] so that scatter_swap with ValueMode::overwrite undoes the apply exactly.
-void scatter_swap(void* dst, unsigned width, ValueMode mode, const uint32_t* positions,
+// `elements` is the length of dst: vectorised loops read and write whole neighbours inside it.
+void scatter_swap(void* dst, uint64_t elements, unsigned width, ValueMode mode, const uint32_t* positions,
                   uint64_t changed, uint64_t* words);
 
 }  // namespace dcr

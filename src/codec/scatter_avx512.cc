@@ -1,0 +1,62 @@
+// Sixteen changes at a time: the old bits are gathered as 32-bit words (the element and its
+// neighbour), the new bits computed in the lanes, and the words scattered back with the neighbour's
+// bits as read. Scatters write overlapping lanes in lane order, so where the neighbour is itself the
+// next change, the next lane's write (with its new bits) lands last. The group's gather precedes
+// its scatter, and groups run in order, so every lane reads bits no earlier lane has yet to write.
+#include "src/codec/scatter_avx512.h"
+
+#include "dcr/codec/simd.h"
+#include "src/codec/value_mode_avx512.h"
+
+namespace dcr {
+
+#if defined(__x86_64__)
+
+namespace {
+
+DCR_AVX512 inline __m512i load_words16(const uint64_t* words) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(words))),
+                            _mm512_cvtepi64_epi32(_mm512_loadu_si512(words + 8)), 1);
+}
+
+DCR_AVX512 inline void store_words16(uint64_t* words, __m512i v) {
+  _mm512_storeu_si512(words, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(v)));
+  _mm512_storeu_si512(words + 8, _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(v, 1)));
+}
+
+template <ValueMode M>
+DCR_AVX512 uint64_t scatter(uint8_t* dst, uint64_t groups, const uint32_t* positions, uint64_t* words) {
+  for (uint64_t g = 0; g < groups; ++g) {
+    const __m512i pos = _mm512_loadu_si512(positions + 16 * g);
+    const __m512i pair = _mm512_i32gather_epi32(pos, dst, 2);
+    const __m512i old_bits = _mm512_and_si512(pair, avx512::low16());
+    const __m512i new_bits = avx512::apply16<M>(old_bits, load_words16(words + 16 * g));
+    _mm512_i32scatter_epi32(dst, pos, _mm512_or_si512(_mm512_andnot_si512(avx512::low16(), pair), new_bits), 2);
+    store_words16(words + 16 * g, old_bits);
+  }
+  return 16 * groups;
+}
+
+}  // namespace
+
+uint64_t scatter_swap_avx512_w2(uint8_t* dst, uint64_t elements, ValueMode mode, const uint32_t* positions,
+                                uint64_t changed, uint64_t* words) {
+  if (simd_level() < SimdLevel::avx512 || elements > (1ull << 31)) return 0;  // indices are signed 32-bit
+  uint64_t groups = changed / 16;
+  if (groups > 0 && positions[16 * groups - 1] + 1 >= elements) --groups;
+  switch (mode) {
+    case ValueMode::xor_mask: return scatter<ValueMode::xor_mask>(dst, groups, positions, words);
+    case ValueMode::overwrite: return scatter<ValueMode::overwrite>(dst, groups, positions, words);
+    case ValueMode::delta_sm: return scatter<ValueMode::delta_sm>(dst, groups, positions, words);
+    case ValueMode::delta_tc: return scatter<ValueMode::delta_tc>(dst, groups, positions, words);
+  }
+  return 0;
+}
+
+#else
+
+uint64_t scatter_swap_avx512_w2(uint8_t*, uint64_t, ValueMode, const uint32_t*, uint64_t, uint64_t*) { return 0; }
+
+#endif
+
+}  // namespace dcr

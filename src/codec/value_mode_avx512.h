@@ -1,0 +1,64 @@
+// Internal to the codec: the element arithmetic of value_mode.h for 2-byte elements held in the
+// sixteen 32-bit lanes of an AVX-512 register (low 16 bits; the high bits are zero on return).
+// Include only from files whose functions carry DCR_AVX512 (or wider) targets.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "dcr/codec/value_mode.h"
+
+#define DCR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd")))
+
+namespace dcr::avx512 {
+
+DCR_AVX512 inline __m512i low16() { return _mm512_set1_epi32(0xffff); }
+
+// All-ones in the low 16 bits of lanes whose bit 15 is set.
+DCR_AVX512 inline __m512i top_bit16(__m512i x) {
+  return _mm512_and_si512(_mm512_srai_epi32(_mm512_slli_epi32(x, 16), 31), low16());
+}
+
+DCR_AVX512 inline __m512i sm_key16(__m512i x) {
+  return _mm512_xor_si512(x, _mm512_or_si512(top_bit16(x), _mm512_set1_epi32(0x8000)));
+}
+
+DCR_AVX512 inline __m512i sm_unkey16(__m512i key) {
+  return _mm512_and_si512(_mm512_xor_si512(key, _mm512_or_si512(_mm512_xor_si512(top_bit16(key), low16()),
+                                                                 _mm512_set1_epi32(0x8000))),
+                          low16());
+}
+
+DCR_AVX512 inline __m512i zigzag16(__m512i diff) {
+  const __m512i d = _mm512_and_si512(diff, low16());
+  return _mm512_and_si512(_mm512_xor_si512(_mm512_slli_epi32(d, 1), top_bit16(d)), low16());
+}
+
+DCR_AVX512 inline __m512i unzigzag16(__m512i word) {
+  const __m512i odd = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_and_si512(word, _mm512_set1_epi32(1)));
+  return _mm512_and_si512(_mm512_xor_si512(_mm512_srli_epi32(word, 1), odd), low16());
+}
+
+// encode_word for M, widths 2.
+template <ValueMode M>
+DCR_AVX512 inline __m512i encode16(__m512i old_bits, __m512i new_bits) {
+  if (M == ValueMode::xor_mask) return _mm512_xor_si512(old_bits, new_bits);
+  if (M == ValueMode::overwrite) return new_bits;
+  if (M == ValueMode::delta_sm) return zigzag16(_mm512_sub_epi32(sm_key16(new_bits), sm_key16(old_bits)));
+  return zigzag16(_mm512_sub_epi32(new_bits, old_bits));
+}
+
+// apply_word for M, width 2.
+template <ValueMode M>
+DCR_AVX512 inline __m512i apply16(__m512i old_bits, __m512i word) {
+  if (M == ValueMode::xor_mask) return _mm512_xor_si512(old_bits, word);
+  if (M == ValueMode::overwrite) return word;
+  if (M == ValueMode::delta_sm) {
+    return sm_unkey16(_mm512_and_si512(_mm512_add_epi32(sm_key16(old_bits), unzigzag16(word)), low16()));
+  }
+  return _mm512_and_si512(_mm512_add_epi32(old_bits, unzigzag16(word)), low16());
+}
+
+}  // namespace dcr::avx512
+
+#endif
