@@ -68,13 +68,38 @@ class CaseRunner {
     encoder_.set_options(encode_options);
   }
 
+  // Encode, apply and memcpy take turns within each repetition, so a machine that speeds up or
+  // slows down mid-run moves all three together; the fastest repetition of each counts.
   Status run(const std::string& name, const Bits& base, const Bits& target, CodecBenchRecord* r) {
     r->name = name;
     r->frames = slots_.size();
     r->model_bytes = manifest_.total_bytes();
-    DCR_TRY(encode_all(base, target, r));
-    DCR_TRY(apply_all(base, target, r));
-    measure_memcpy(base, r);
+    std::map<std::string, int> modes;
+    DCR_TRY(encode_once(base, target, &modes));  // warm-up: buffers allocated and touched
+    record_wire(modes, r);
+    Bits dst, copy;
+    copy_bits(base, &copy);
+    double encode = 1e30, apply = 1e30, memcpy = 1e30;
+    for (int rep = 0; rep < options_.repetitions; ++rep) {
+      auto start = Clock::now();
+      copy_bits(base, &copy);
+      memcpy = std::min(memcpy, seconds_since(start));
+      start = Clock::now();
+      DCR_TRY(encode_once(base, target, nullptr));
+      encode = std::min(encode, seconds_since(start));
+      copy_bits(base, &dst);
+      start = Clock::now();
+      DCR_TRY(apply_once(&dst));
+      apply = std::min(apply, seconds_since(start));
+    }
+    r->encode_gbps = r->model_bytes / encode / 1e9;
+    r->apply_gbps = r->model_bytes / apply / 1e9;
+    r->memcpy_gbps = r->model_bytes / memcpy / 1e9;
+    r->bitexact = true;
+    for (size_t t = 0; t < dst.size(); ++t) {
+      r->bitexact = r->bitexact && hash64(dst[t].data(), dst[t].size()) == hash64(target[t].data(), target[t].size()) &&
+                    dst[t] == target[t];
+    }
     analyse(base, target, r);
     return Status::ok();
   }
@@ -94,21 +119,11 @@ class CaseRunner {
     return Status::ok();
   }
 
-  Status encode_all(const Bits& base, const Bits& target, CodecBenchRecord* r) {
-    std::map<std::string, int> modes;
-    DCR_TRY(encode_once(base, target, &modes));  // warm-up: buffers allocated and touched
-    double best = 1e30;
-    for (int rep = 0; rep < options_.repetitions; ++rep) {
-      const auto start = Clock::now();
-      DCR_TRY(encode_once(base, target, nullptr));
-      best = std::min(best, seconds_since(start));
-    }
-    r->encode_gbps = r->model_bytes / best / 1e9;
+  void record_wire(const std::map<std::string, int>& modes, CodecBenchRecord* r) const {
     r->wire_bytes = 0;
     for (const auto& frame : wire_) r->wire_bytes += frame.size();
     r->choices.clear();
     for (const auto& m : modes) r->choices += (r->choices.empty() ? "" : " ") + m.first + ":" + std::to_string(m.second);
-    return Status::ok();
   }
 
   Status apply_once(Bits* dst) {
@@ -128,36 +143,6 @@ class CaseRunner {
       (*to)[t].resize(from[t].size());
       std::memcpy((*to)[t].data(), from[t].data(), from[t].size());
     }
-  }
-
-  Status apply_all(const Bits& base, const Bits& target, CodecBenchRecord* r) {
-    Bits dst;
-    double best = 1e30;
-    for (int rep = 0; rep <= options_.repetitions; ++rep) {  // rep 0 warms up
-      copy_bits(base, &dst);
-      const auto start = Clock::now();
-      DCR_TRY(apply_once(&dst));
-      if (rep > 0) best = std::min(best, seconds_since(start));
-    }
-    r->apply_gbps = r->model_bytes / best / 1e9;
-    r->bitexact = true;
-    for (size_t t = 0; t < dst.size(); ++t) {
-      r->bitexact = r->bitexact && hash64(dst[t].data(), dst[t].size()) == hash64(target[t].data(), target[t].size()) &&
-                    dst[t] == target[t];
-    }
-    return Status::ok();
-  }
-
-  void measure_memcpy(const Bits& base, CodecBenchRecord* r) {
-    Bits dst;
-    copy_bits(base, &dst);  // first touch
-    double best = 1e30;
-    for (int rep = 0; rep < options_.repetitions; ++rep) {
-      const auto start = Clock::now();
-      copy_bits(base, &dst);
-      best = std::min(best, seconds_since(start));
-    }
-    r->memcpy_gbps = r->model_bytes / best / 1e9;
   }
 
   void analyse(const Bits& base, const Bits& target, CodecBenchRecord* r) {
