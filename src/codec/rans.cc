@@ -194,7 +194,7 @@ template <unsigned N>
 void encode_lanes(const uint8_t* symbols, size_t count, const RansTable& table, uint32_t* x, uint8_t*& ptr) {
   size_t i = count;
   for (; i % N != 0; --i) encode_one(x[(i - 1) % N], symbols[i - 1], table, ptr);
-  if (N == 16 && simd_level() >= SimdLevel::avx512) return rans_encode_groups_avx512(symbols, i / N, table, x, ptr);
+  if (N == 32 && simd_level() >= SimdLevel::avx512) return rans_encode_groups_avx512(symbols, i / N, table, x, ptr);
   encode_groups<N>(symbols, i / N, table, x, ptr);
 }
 
@@ -219,14 +219,14 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, u
   scratch->resize(2 * count + state_bytes + 16);
   uint8_t* end = scratch->data() + scratch->size();
   uint8_t* ptr = end - state_bytes;  // the code is built backwards in [ptr, end - state_bytes)
-  uint32_t x[16];
+  uint32_t x[32];
   std::fill(x, x + lanes, kLow);
-  if (lanes == 16) {
-    encode_lanes<16>(symbols, count, table, x, ptr);
+  if (lanes == 32) {
+    encode_lanes<32>(symbols, count, table, x, ptr);
   } else {
     encode_lanes<4>(symbols, count, table, x, ptr);
   }
-  uint8_t states[64];  // x0 first, each little-endian, ahead of the code
+  uint8_t states[128];  // x0 first, each little-endian, ahead of the code
   for (unsigned k = 0; k < lanes; ++k) {
     for (int b = 0; b < 4; ++b) states[4 * k + b] = static_cast<uint8_t>(x[k] >> (8 * b));
   }
@@ -245,16 +245,16 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
     const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
     for (uint32_t k = 0; k < f; ++k) lookup[c + k] = ((f - 1) << 20) | (k << 8) | static_cast<uint32_t>(s);
   }
-  uint32_t x[16];
+  uint32_t x[32];
   for (unsigned k = 0; k < lanes; ++k) {
     x[k] = static_cast<uint32_t>(get_le(code + 4 * k, 4));
     DCR_REQUIRE(x[k] >= kLow && x[k] < kHigh, Code::corrupt, "rANS stream: initial state out of range");
   }
   size_t pos = state_bytes;
   size_t i;
-  if (lanes == 16) {
+  if (lanes == 32) {
     i = simd_level() >= SimdLevel::avx512 ? rans_decode_groups_avx512(code, code_bytes, lookup, count, x, pos, symbols)
-                                          : decode_groups<16>(code, code_bytes, lookup, count, x, pos, symbols);
+                                          : decode_groups<32>(code, code_bytes, lookup, count, x, pos, symbols);
   } else {
     i = decode_groups<4>(code, code_bytes, lookup, count, x, pos, symbols);
   }

@@ -47,32 +47,44 @@ DCR_AVX512 inline __m512i mul_shift(__m512i x, __m512i rcp, __m512i shift) {
   return _mm512_mask_blend_epi32(0xaaaa, even, _mm512_slli_epi64(odd, 32));
 }
 
+// Encodes sixteen symbols with the states in `x`: the lanes at or above freq << 19 emit their low
+// 16 bits first (compressed into lane order, below `ptr`), then x' = x + cum + q (2^12 - freq).
 template <bool Small>
-DCR_AVX512 void encode_loop(const uint8_t* symbols, size_t groups, const EncodeTables& t, __m512i& x, uint8_t*& ptr) {
+DCR_AVX512 inline void encode16(__m512i s, const __m512i* packed, const __m512i* reciprocal, const EncodeTables& t,
+                                __m512i& x, uint8_t*& ptr) {
+  const __m512i word = Small ? lookup128(packed, s) : _mm512_i32gather_epi32(s, t.packed, 4);
+  const __m512i rcp = Small ? lookup128(reciprocal, s) : _mm512_i32gather_epi32(s, t.reciprocal, 4);
+  const __m512i f = _mm512_and_si512(word, _mm512_set1_epi32(0x1fff));
+  const __mmask16 emit = _mm512_cmpge_epu32_mask(x, _mm512_slli_epi32(f, 31 - kRansProbBits));
+  const unsigned emitted = static_cast<unsigned>(__builtin_popcount(emit));
+  ptr -= 2 * emitted;
+  _mm256_mask_storeu_epi16(ptr, static_cast<__mmask16>((1u << emitted) - 1),
+                           _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(emit, x)));
+  x = _mm512_mask_srli_epi32(x, emit, x, 16);
+  const __m512i shift = _mm512_add_epi32(_mm512_srli_epi32(word, 25), _mm512_set1_epi32(31));
+  const __m512i q = mul_shift(x, rcp, shift);
+  const __m512i cum = _mm512_and_si512(_mm512_srli_epi32(word, 13), _mm512_set1_epi32(0xfff));
+  x = _mm512_add_epi32(_mm512_add_epi32(x, cum),
+                       _mm512_mullo_epi32(q, _mm512_sub_epi32(_mm512_set1_epi32(kRansProbScale), f)));
+}
+
+DCR_AVX512 inline __m512i load_symbols16(const uint8_t* symbols) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(symbols)));
+}
+
+// States 16-31 go first in each group: the scalar loop encodes state 31 down to 0, so their words
+// lie above those of states 0-15.
+template <bool Small>
+DCR_AVX512 void encode_loop(const uint8_t* symbols, size_t groups, const EncodeTables& t, __m512i& low,
+                            __m512i& high, uint8_t*& ptr) {
   __m512i packed[8], reciprocal[8];
   for (int k = 0; k < 8 && Small; ++k) {
     packed[k] = _mm512_load_si512(t.packed + 16 * k);
     reciprocal[k] = _mm512_load_si512(t.reciprocal + 16 * k);
   }
-  const __m512i low13 = _mm512_set1_epi32(0x1fff), low12 = _mm512_set1_epi32(0xfff);
   for (size_t g = groups; g-- > 0;) {
-    const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(symbols + 16 * g)));
-    const __m512i word = Small ? lookup128(packed, s) : _mm512_i32gather_epi32(s, t.packed, 4);
-    const __m512i rcp = Small ? lookup128(reciprocal, s) : _mm512_i32gather_epi32(s, t.reciprocal, 4);
-    const __m512i f = _mm512_and_si512(word, low13);
-    // Renormalise: the lanes at or above freq << 19 emit their low 16 bits, in lane order.
-    const __mmask16 emit = _mm512_cmpge_epu32_mask(x, _mm512_slli_epi32(f, 31 - kRansProbBits));
-    const unsigned emitted = static_cast<unsigned>(__builtin_popcount(emit));
-    ptr -= 2 * emitted;
-    _mm256_mask_storeu_epi16(ptr, static_cast<__mmask16>((1u << emitted) - 1),
-                             _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(emit, x)));
-    x = _mm512_mask_srli_epi32(x, emit, x, 16);
-    // x' = (q << 12) + (x - q f) + cum = x + cum + q (2^12 - f), with q = x / f.
-    const __m512i shift = _mm512_add_epi32(_mm512_srli_epi32(word, 25), _mm512_set1_epi32(31));
-    const __m512i q = mul_shift(x, rcp, shift);
-    const __m512i cum = _mm512_and_si512(_mm512_srli_epi32(word, 13), low12);
-    x = _mm512_add_epi32(_mm512_add_epi32(x, cum),
-                         _mm512_mullo_epi32(q, _mm512_sub_epi32(_mm512_set1_epi32(kRansProbScale), f)));
+    encode16<Small>(load_symbols16(symbols + 32 * g + 16), packed, reciprocal, t, high, ptr);
+    encode16<Small>(load_symbols16(symbols + 32 * g), packed, reciprocal, t, low, ptr);
   }
 }
 
@@ -82,35 +94,47 @@ DCR_AVX512 void rans_encode_groups_avx512(const uint8_t* symbols, size_t groups,
                                           uint8_t*& ptr) {
   EncodeTables t;
   build(table, &t);
-  __m512i x = _mm512_loadu_si512(states);
+  __m512i low = _mm512_loadu_si512(states), high = _mm512_loadu_si512(states + 16);
   if (t.small) {
-    encode_loop<true>(symbols, groups, t, x, ptr);
+    encode_loop<true>(symbols, groups, t, low, high, ptr);
   } else {
-    encode_loop<false>(symbols, groups, t, x, ptr);
+    encode_loop<false>(symbols, groups, t, low, high, ptr);
   }
-  _mm512_storeu_si512(states, x);
+  _mm512_storeu_si512(states, low);
+  _mm512_storeu_si512(states + 16, high);
 }
 
-// The slots are gathered; the lanes that need a word take the next ones in lane order (an expand),
-// as the scalar loop refills states 0 to 15 in turn.
+namespace {
+
+// Decodes sixteen symbols with the states in `x`, then refills the lanes that fell below kRansLow
+// from the next words in lane order (an expand), as the scalar loop refills states in turn.
+DCR_AVX512 inline void decode16(const uint8_t* code, const RansSlot* lookup, __m512i& x, size_t& pos,
+                                uint8_t* symbols) {
+  const __m512i low12 = _mm512_set1_epi32(kRansProbScale - 1);
+  const __m512i slot = _mm512_i32gather_epi32(_mm512_and_si512(x, low12), lookup, 4);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(symbols), _mm512_cvtepi32_epi8(slot));
+  const __m512i freq = _mm512_add_epi32(_mm512_srli_epi32(slot, 20), _mm512_set1_epi32(1));
+  const __m512i offset = _mm512_and_si512(_mm512_srli_epi32(slot, 8), low12);
+  x = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(x, kRansProbBits)), offset);
+  const __mmask16 need = _mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(kRansLow));
+  const __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(code + pos)));
+  x = _mm512_mask_or_epi32(x, need, _mm512_slli_epi32(x, 16), _mm512_maskz_expand_epi32(need, words));
+  pos += 2 * static_cast<size_t>(__builtin_popcount(need));
+}
+
+}  // namespace
+
+// The two registers of states decode independently; their refills take words in state order.
 DCR_AVX512 size_t rans_decode_groups_avx512(const uint8_t* code, size_t code_bytes, const RansSlot* lookup,
                                             size_t count, uint32_t* states, size_t& pos, uint8_t* symbols) {
-  __m512i x = _mm512_loadu_si512(states);
-  const __m512i low12 = _mm512_set1_epi32(kRansProbScale - 1);
+  __m512i low = _mm512_loadu_si512(states), high = _mm512_loadu_si512(states + 16);
   size_t i = 0;
-  for (; i + 16 <= count && code_bytes - pos >= 32; i += 16) {
-    const __m512i slot = _mm512_i32gather_epi32(_mm512_and_si512(x, low12), lookup, 4);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(symbols + i), _mm512_cvtepi32_epi8(slot));
-    const __m512i freq = _mm512_add_epi32(_mm512_srli_epi32(slot, 20), _mm512_set1_epi32(1));
-    const __m512i offset = _mm512_and_si512(_mm512_srli_epi32(slot, 8), low12);
-    x = _mm512_add_epi32(_mm512_mullo_epi32(freq, _mm512_srli_epi32(x, kRansProbBits)), offset);
-    const __mmask16 need = _mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(kRansLow));
-    const __m512i words =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(code + pos)));
-    x = _mm512_mask_or_epi32(x, need, _mm512_slli_epi32(x, 16), _mm512_maskz_expand_epi32(need, words));
-    pos += 2 * static_cast<size_t>(__builtin_popcount(need));
+  for (; i + 32 <= count && code_bytes - pos >= 64; i += 32) {
+    decode16(code, lookup, low, pos, symbols + i);
+    decode16(code, lookup, high, pos, symbols + i + 16);
   }
-  _mm512_storeu_si512(states, x);
+  _mm512_storeu_si512(states, low);
+  _mm512_storeu_si512(states + 16, high);
   return i;
 }
 

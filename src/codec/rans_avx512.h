@@ -1,4 +1,5 @@
-// Internal to the codec: the 16-state rANS coder with one state per AVX-512 lane. Both loops write
+// Internal to the codec: the 32-state rANS coder, states 0-15 and 16-31 in two AVX-512 registers
+// (two independent dependency chains). Both loops write
 // and read exactly what the scalar loops in rans.cc do (tests compare them); call them only where
 // simd_level() is SimdLevel::avx512 or above (elsewhere they do nothing and return 0).
 #pragma once
@@ -12,11 +13,11 @@ namespace dcr {
 
 constexpr uint32_t kRansLow = 1u << 15;  // lower bound of a normalised state
 
-// Encodes groups [0, groups) of 16 symbols, last group first, moving `ptr` down over the words.
+// Encodes groups [0, groups) of 32 symbols, last group first, moving `ptr` down over the words.
 void rans_encode_groups_avx512(const uint8_t* symbols, size_t groups, const RansTable& table, uint32_t* states,
                                uint8_t*& ptr);
 
-// Decodes whole groups of 16 while 32 bytes of code remain; returns the symbols decoded.
+// Decodes whole groups of 32 while 64 bytes of code remain; returns the symbols decoded.
 size_t rans_decode_groups_avx512(const uint8_t* code, size_t code_bytes, const RansSlot* lookup, size_t count,
                                  uint32_t* states, size_t& pos, uint8_t* symbols);
 

@@ -26,10 +26,10 @@ StreamCodec::StreamCodec() : impl_(new Impl) {}
 StreamCodec::~StreamCodec() { delete impl_; }
 
 namespace {
-// Streams this long take 16 rANS states: 48 more bytes of state, decoded 16 symbols at a time.
-constexpr size_t kWideRansSymbols = 4096;
+// Streams this long take 32 rANS states: 112 more bytes of state, decoded 32 symbols at a time.
+constexpr size_t kWideRansSymbols = 8192;
 
-unsigned rans_lanes(Coder coder) { return coder == Coder::rans16 ? 16 : 4; }
+unsigned rans_lanes(Coder coder) { return coder == Coder::rans32 ? 32 : 4; }
 
 size_t varint_bytes(uint64_t v) {
   size_t n = 1;
@@ -54,7 +54,7 @@ double StreamCodec::estimate(const Histogram& hist, size_t size) {
   if (size == 0) return header;
   RansTable table;
   table.build(hist);
-  const double extra_states = size >= kWideRansSymbols ? 4.0 * (16 - 4) : 0.0;
+  const double extra_states = size >= kWideRansSymbols ? 4.0 * (32 - 4) : 0.0;
   return header + std::min<double>(static_cast<double>(size),
                                    table.table_bytes() + table.payload_bytes(hist) + extra_states);
 }
@@ -69,7 +69,7 @@ Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& 
     m.table.build(hist != nullptr ? *hist : m.hist);
     m.candidate.clear();
     m.table.write(&m.candidate);
-    const Coder rans = size >= kWideRansSymbols ? Coder::rans16 : Coder::rans;
+    const Coder rans = size >= kWideRansSymbols ? Coder::rans32 : Coder::rans;
     rans_encode(data, size, m.table, rans_lanes(rans), &m.rans_scratch, &m.candidate);
     if (m.candidate.size() < best_size) {
       best = rans;
@@ -85,7 +85,7 @@ Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& 
       return Coder::zstd;
     }
   }
-  if (best == Coder::rans || best == Coder::rans16) {
+  if (best == Coder::rans || best == Coder::rans32) {
     put_stream(best, size, m.candidate.data(), m.candidate.size(), out);
   } else {
     put_stream(Coder::raw, size, data, size, out);
@@ -122,7 +122,7 @@ Status StreamCodec::read(ByteReader* reader, size_t max_size, int slot, const ui
       return Status::ok();
     }
     case Coder::rans:
-    case Coder::rans16: {
+    case Coder::rans32: {
       ByteReader table_reader(code, code_size, "rANS table");
       DCR_TRY(m.table.read(&table_reader));
       const size_t table_size = table_reader.position();

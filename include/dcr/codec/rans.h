@@ -2,8 +2,8 @@
 // static frequency table. Unlike Huffman (zstd's literal coder) it spends fractions of a bit per
 // symbol, which is what low-entropy token streams (1-3 bits per change) need to reach their bound.
 //
-// State: N interleaved 32-bit states, N = 4 or 16 (symbol i uses state i % N, so the dependency
-// chains overlap; 16 fill an AVX-512 register), each kept in [2^15, 2^31); renormalisation moves
+// State: N interleaved 32-bit states, N = 4 or 32 (symbol i uses state i % N, so the dependency
+// chains overlap; 32 fill two AVX-512 registers), each kept in [2^15, 2^31); renormalisation moves
 // one 16-bit word at most per symbol, so encoding and decoding are branch-free; probabilities are
 // quantised to kRansProbBits. Symbols are encoded last-to-first so the decoder reads forward.
 // Division in the encoder is a multiplication by a per-symbol reciprocal (exact for x < 2^31).
@@ -58,7 +58,7 @@ class RansTable {
 // frequency - 1 (bits 20-31).
 using RansSlot = uint32_t;
 
-// Appends the rANS code of `symbols` with `lanes` (4 or 16) interleaved states (table not included)
+// Appends the rANS code of `symbols` with `lanes` (4 or 32) interleaved states (table not included)
 // to `out`.
 void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
                  std::vector<uint8_t>* scratch, std::vector<uint8_t>* out);

@@ -13,8 +13,8 @@
 
 namespace dcr {
 
-// rans: 4 interleaved states; rans16: 16 (long streams, where the AVX-512 decoder runs).
-enum class Coder : uint8_t { raw = 0, zstd = 1, rans = 2, rans16 = 3 };
+// rans: 4 interleaved states; rans32: 32 (long streams: two AVX-512 registers of states).
+enum class Coder : uint8_t { raw = 0, zstd = 1, rans = 2, rans32 = 3 };
 
 struct StreamOptions {
   bool try_zstd = false;  // zstd pays off on repetitive bytes (bitmaps, value planes), not on tokens
