@@ -67,7 +67,17 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
   if (groups > 0 && positions[16 * groups - 1] + 1 >= elements) --groups;
   TokenWriter::Cursor gaps = *gap_cursor, deltas = *delta_cursor;
   __m512i carry = _mm512_set1_epi32(static_cast<int>(*next));  // lane 15: the position after the last change
-  alignas(64) uint64_t gap_extra[8], gap_bits[8], delta_extra[8], delta_bits[8];
+  // Extra bits leave in merged fields, fewer puts: gap fields (at most 29 bits) in pairs, delta
+  // fields (at most 13) in fours. A group's fields go through memory and are put one group later,
+  // when their stores have landed (a scalar load waiting on a wide store would stall every put).
+  alignas(64) uint64_t fields[2][4][8];  // [group parity][gap value, gap bits, delta value, delta bits]
+  auto put_group = [&](const uint64_t (&f)[4][8]) {
+    for (int i = 0; i < 4; ++i) {
+      gaps.bits.put(f[0][2 * i], static_cast<unsigned>(f[1][2 * i]));
+      gaps.bits.put(f[0][2 * i + 1], static_cast<unsigned>(f[1][2 * i + 1]));
+      deltas.bits.put(f[2][i], static_cast<unsigned>(f[3][i]));
+    }
+  };
   for (uint64_t g = 0; g < groups; ++g) {
     const __m512i pos = _mm512_loadu_si512(positions + 16 * g);
     const __m512i after = _mm512_add_epi32(pos, _mm512_set1_epi32(1));
@@ -78,20 +88,16 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
                                                     : avx512::encode16<ValueMode::delta_tc>(a, b));
     store_symbols(gap, &gaps);
     store_symbols(delta, &deltas);
-    // Extra bits leave in merged fields, fewer puts: gap fields (at most 29 bits) in pairs, delta
-    // fields (at most 13) in fours.
     const Fields gap_pairs = merge_pairs(gap.extra, gap.extra_bits);
     const Fields delta_quads = merge_fours(delta.extra, delta.extra_bits);
-    _mm512_store_si512(gap_extra, gap_pairs.value);
-    _mm512_store_si512(gap_bits, gap_pairs.bits);
-    _mm512_store_si512(delta_extra, delta_quads.value);
-    _mm512_store_si512(delta_bits, delta_quads.bits);
-    for (int i = 0; i < 4; ++i) {
-      gaps.bits.put(gap_extra[2 * i], static_cast<unsigned>(gap_bits[2 * i]));
-      gaps.bits.put(gap_extra[2 * i + 1], static_cast<unsigned>(gap_bits[2 * i + 1]));
-      deltas.bits.put(delta_extra[i], static_cast<unsigned>(delta_bits[i]));
-    }
+    uint64_t (&f)[4][8] = fields[g & 1];
+    _mm512_store_si512(f[0], gap_pairs.value);
+    _mm512_store_si512(f[1], gap_pairs.bits);
+    _mm512_store_si512(f[2], delta_quads.value);
+    _mm512_store_si512(f[3], delta_quads.bits);
+    if (g > 0) put_group(fields[(g - 1) & 1]);
   }
+  if (groups > 0) put_group(fields[(groups - 1) & 1]);
   if (groups > 0) *next = positions[16 * groups - 1] + 1ull;
   *gap_cursor = gaps;
   *delta_cursor = deltas;
