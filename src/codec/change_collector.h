@@ -49,8 +49,11 @@ class TokenWriter {
     uint8_t* symbols;
     uint64_t count;
     BitPacker bits;
+    uint32_t* hist;  // two interleaved halves (even, odd counts): runs of one symbol do not
+                     // serialise on one counter
     void add(uint64_t value) {
       const Token t = make_token(value);
+      ++hist[((count & 1) << 8) | t.symbol];
       symbols[count++] = t.symbol;
       bits.put(t.extra, t.extra_bits);
     }
@@ -67,7 +70,8 @@ class TokenWriter {
   Section* section_ = nullptr;
   ByteBuffer symbols_;  // grows, never shrinks
   ByteBuffer bits_;
-  Cursor cursor_{nullptr, 0, BitPacker()};
+  uint32_t halves_[512] = {};
+  Cursor cursor_{nullptr, 0, BitPacker(), halves_};
 };
 
 // The AVX-512 twin of the scalar gap and ordered-delta tokenising for 2-byte elements (the same

@@ -36,6 +36,14 @@ DCR_AVX512 inline void store_symbols(const Tokens& t, TokenWriter::Cursor* c) {
   c->count += 16;
 }
 
+// Counts sixteen symbols in a cursor's histogram halves (summed at the end: any split is right).
+inline void count_symbols(const uint8_t* group, uint32_t* hist) {
+  for (int i = 0; i < 16; i += 2) {
+    ++hist[group[i]];
+    ++hist[256 + group[i + 1]];
+  }
+}
+
 // Bit fields (value, length) in 64-bit lanes.
 struct Fields {
   __m512i value, bits;
@@ -71,7 +79,10 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
   // fields (at most 13) in fours. A group's fields go through memory and are put one group later,
   // when their stores have landed (a scalar load waiting on a wide store would stall every put).
   alignas(64) uint64_t fields[2][4][8];  // [group parity][gap value, gap bits, delta value, delta bits]
-  auto put_group = [&](const uint64_t (&f)[4][8]) {
+  // The histograms are counted there too, from the group's symbols already in memory.
+  auto put_group = [&](const uint64_t (&f)[4][8], uint64_t first) {
+    count_symbols(gaps.symbols + first, gaps.hist);
+    count_symbols(deltas.symbols + first, deltas.hist);
     for (int i = 0; i < 4; ++i) {
       gaps.bits.put(f[0][2 * i], static_cast<unsigned>(f[1][2 * i]));
       gaps.bits.put(f[0][2 * i + 1], static_cast<unsigned>(f[1][2 * i + 1]));
@@ -95,9 +106,9 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     _mm512_store_si512(f[1], gap_pairs.bits);
     _mm512_store_si512(f[2], delta_quads.value);
     _mm512_store_si512(f[3], delta_quads.bits);
-    if (g > 0) put_group(fields[(g - 1) & 1]);
+    if (g > 0) put_group(fields[(g - 1) & 1], gaps.count - 32);
   }
-  if (groups > 0) put_group(fields[(groups - 1) & 1]);
+  if (groups > 0) put_group(fields[(groups - 1) & 1], gaps.count - 16);
   if (groups > 0) *next = positions[16 * groups - 1] + 1ull;
   *gap_cursor = gaps;
   *delta_cursor = deltas;
