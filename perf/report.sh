@@ -4,7 +4,8 @@
 #   perf/bench_refit.sh output (refit-<gbps>.csv): refit-time.png (delta vs full refit vs MPI_Bcast
 #     per link) and refit-stages.png (seconds per stage of every delta refit);
 #   perf/bench_codec.sh output (codec.json): codec-bytes.png (wire bytes vs the entropy bound and
-#     the NeMo-style and PULSE-style encodings).
+#     the NeMo-style and PULSE-style encodings) and codec-speed.png (encode and apply GB/s beside
+#     memcpy, and their share of it).
 # Usage: perf/report.sh DIR   (needs gnuplot: apt-get install gnuplot-nox)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,7 +47,7 @@ print(len(stages))
 PY
 }
 
-# codec.json -> plots/codec-bytes.csv (MB per case).
+# codec.json -> plots/codec-bytes.csv (MB per case) and plots/codec-speed.csv (GB/s per case).
 codec_csv() {
   python3 - "$1" <<'PY'
 import json, os, sys
@@ -58,6 +59,11 @@ with open(os.path.join(d, "plots", "codec-bytes.csv"), "w") as out:
         out.write("%s (%.2f%%),%.6f,%.6f,%.6f,%.6f\n" % (
             r["case"].split(" ")[0], 100 * r["change_rate"], r["wire_bytes"] / 1e6, r["entropy_bound_bytes"] / 1e6,
             r["nemo_style_bytes"] / 1e6, r["pulse_style_bytes"] / 1e6))
+with open(os.path.join(d, "plots", "codec-speed.csv"), "w") as out:
+    out.write("# case,encode_gbps,apply_gbps,memcpy_gbps\n")
+    for r in records:
+        out.write("%s (%.2f%%),%.4f,%.4f,%.4f\n" % (
+            r["case"].split(" ")[0], 100 * r["change_rate"], r["encode_gbps"], r["apply_gbps"], r["memcpy_gbps"]))
 print(len(records))
 PY
 }
@@ -71,5 +77,6 @@ fi
 if [ -f "$dir/codec.json" ]; then
   cases=$(codec_csv "$dir")
   gnuplot -e "data='$dir/plots/codec-bytes.csv'; bars=$cases; out='$dir/codec-bytes.png'" "$here/plot_codec_bytes.gp"
-  echo "$dir/codec-bytes.png"
+  gnuplot -e "data='$dir/plots/codec-speed.csv'; bars=$cases; out='$dir/codec-speed.png'" "$here/plot_codec_speed.gp"
+  echo "$dir/codec-bytes.png $dir/codec-speed.png"
 fi
