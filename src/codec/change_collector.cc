@@ -99,21 +99,22 @@ void ChangeCollector::sample(const uint8_t* base, const uint8_t* target, const u
   changed_ += n;
 }
 
+template <unsigned W>
+void ChangeCollector::add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+  if (delta_mode_ == ValueMode::delta_sm) {
+    tokenize<W, ValueMode::delta_sm>(base, target, positions, n);
+  } else {
+    tokenize<W, ValueMode::delta_tc>(base, target, positions, n);
+  }
+  sample<W>(base, target, positions, n);
+}
+
 void ChangeCollector::add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
-  const bool sm = delta_mode_ == ValueMode::delta_sm;
   switch (width_) {
-    case 1: sm ? tokenize<1, ValueMode::delta_sm>(base, target, positions, n)
-               : tokenize<1, ValueMode::delta_tc>(base, target, positions, n);
-      return sample<1>(base, target, positions, n);
-    case 2: sm ? tokenize<2, ValueMode::delta_sm>(base, target, positions, n)
-               : tokenize<2, ValueMode::delta_tc>(base, target, positions, n);
-      return sample<2>(base, target, positions, n);
-    case 4: sm ? tokenize<4, ValueMode::delta_sm>(base, target, positions, n)
-               : tokenize<4, ValueMode::delta_tc>(base, target, positions, n);
-      return sample<4>(base, target, positions, n);
-    default: sm ? tokenize<8, ValueMode::delta_sm>(base, target, positions, n)
-                : tokenize<8, ValueMode::delta_tc>(base, target, positions, n);
-      return sample<8>(base, target, positions, n);
+    case 1: return add_fixed<1>(base, target, positions, n);
+    case 2: return add_fixed<2>(base, target, positions, n);
+    case 4: return add_fixed<4>(base, target, positions, n);
+    default: return add_fixed<8>(base, target, positions, n);
   }
 }
 

@@ -94,6 +94,8 @@ class ChangeCollector {
   const Section& delta_tokens() const { return deltas_; }
 
  private:
+  template <unsigned W>
+  void add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
   template <unsigned W, ValueMode Delta>
   void tokenize(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
   template <unsigned W>

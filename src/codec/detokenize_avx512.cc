@@ -1,16 +1,12 @@
 #include "src/codec/detokenize_avx512.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "dcr/codec/simd.h"
 #include "dcr/codec/tokens.h"
+#include "src/codec/simd_x86.h"
 
 namespace dcr {
 
 #if defined(__x86_64__)
-#define DCR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 namespace {
 
@@ -37,7 +33,7 @@ DCR_AVX512 inline __m256i fields(const uint8_t* base, __m256i at, __m256i shift,
 // The same for sixteen fields of at most 24 bits that all lie in the 64 bytes at `base` (every
 // 4-byte window starts below byte 60): one load and one byte permute (AVX512-VBMI) instead of four
 // gathers. Called, not inlined, from the loops compiled without VBMI.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"), noinline)) __m512i short_fields(
+DCR_AVX512_VBMI __attribute__((noinline)) __m512i short_fields(
     const uint8_t* base, __m512i at, __m512i shift, __m512i bits) {
   const __m512i index = _mm512_add_epi32(_mm512_mullo_epi32(at, _mm512_set1_epi32(0x01010101)),
                                          _mm512_set1_epi32(0x03020100));

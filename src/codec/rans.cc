@@ -176,10 +176,6 @@ inline bool decode_checked(uint32_t& x, const RansSlot* lookup, const uint8_t* c
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // Symbol i is coded by state i % N; the N chains are independent, so their latencies overlap.
 // Within a group the states are encoded N-1 down to 0, so the decoder refills them 0 up to N-1.
 template <unsigned N>

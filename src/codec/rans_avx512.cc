@@ -1,13 +1,10 @@
 #include "src/codec/rans_avx512.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "src/codec/simd_x86.h"
 
 namespace dcr {
 
 #if defined(__x86_64__)
-#define DCR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 namespace {
 

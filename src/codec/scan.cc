@@ -1,14 +1,11 @@
 #include "dcr/codec/scan.h"
 
-#include "dcr/codec/simd.h"
-#include "src/codec/scatter_avx512.h"
-
 #include <algorithm>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "dcr/codec/simd.h"
+#include "src/codec/scatter_avx512.h"
+#include "src/codec/simd_x86.h"
 
 namespace dcr {
 
@@ -27,7 +24,7 @@ uint64_t scan_scalar(const uint8_t* base, const uint8_t* target, uint64_t begin,
 #if defined(__x86_64__)
 // Compares 64 bytes at a time; a 64-bit byte mask of differences is folded into one bit per
 // element and its set bits become positions. Most blocks of a sparse delta have no change at all.
-__attribute__((target("avx2,bmi,bmi2"))) uint64_t element_bits(uint64_t byte_diff, unsigned width) {
+DCR_AVX2 uint64_t element_bits(uint64_t byte_diff, unsigned width) {
   switch (width) {
     case 1: return byte_diff;
     case 2: return _pext_u64(byte_diff | (byte_diff >> 1), 0x5555555555555555ull);
@@ -43,7 +40,7 @@ __attribute__((target("avx2,bmi,bmi2"))) uint64_t element_bits(uint64_t byte_dif
   }
 }
 
-__attribute__((target("avx2,bmi,bmi2"))) uint64_t scan_avx2(const uint8_t* base,
+DCR_AVX2 uint64_t scan_avx2(const uint8_t* base,
                                                            const uint8_t* target, uint64_t begin,
                                                            uint64_t end, unsigned width,
                                                            uint32_t* positions) {
@@ -77,7 +74,7 @@ __attribute__((target("avx2,bmi,bmi2"))) uint64_t scan_avx2(const uint8_t* base,
 // positions with a register compress and one full-width store (the output keeps kScanSlack spare
 // entries for it). Branch-free, so the cost does not depend on where changes fall.
 template <unsigned W>
-__attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t change_mask(const uint8_t* b, const uint8_t* t) {
+DCR_AVX512 uint64_t change_mask(const uint8_t* b, const uint8_t* t) {
   const __m512i x = _mm512_loadu_si512(b), y = _mm512_loadu_si512(t);
   if (W == 1) return _mm512_cmpneq_epi8_mask(x, y);
   if (W == 2) return _mm512_cmpneq_epi16_mask(x, y);
@@ -86,7 +83,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t change_mask
 }
 
 template <unsigned W>
-__attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t scan_avx512(const uint8_t* base,
+DCR_AVX512 uint64_t scan_avx512(const uint8_t* base,
                                                                                  const uint8_t* target,
                                                                                  uint64_t begin, uint64_t end,
                                                                                  uint32_t* positions) {
@@ -111,7 +108,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,popcnt"))) uint64_t scan_avx512
 // 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
 // instruction and one store (half the work of two 16-lane compresses), staged per run of
 // kStageElements and widened to positions afterwards.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt"))) uint64_t scan_avx512_w2_vbmi2(
+DCR_AVX512_VBMI uint64_t scan_avx512_w2_vbmi2(
     const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end, uint32_t* positions) {
   constexpr uint64_t kStageElements = 4096;
   const uint64_t first_chunk = (begin + 31) / 32, chunks = end / 32;

@@ -108,8 +108,10 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     _mm512_store_si512(f[3], delta_quads.bits);
     if (g > 0) put_group(fields[(g - 1) & 1], gaps.count - 32);
   }
-  if (groups > 0) put_group(fields[(groups - 1) & 1], gaps.count - 16);
-  if (groups > 0) *next = positions[16 * groups - 1] + 1ull;
+  if (groups > 0) {
+    put_group(fields[(groups - 1) & 1], gaps.count - 16);
+    *next = positions[16 * groups - 1] + 1ull;
+  }
   *gap_cursor = gaps;
   *delta_cursor = deltas;
   return 16 * groups;

@@ -1,14 +1,11 @@
 // Internal to the codec: the element arithmetic of value_mode.h for 2-byte elements held in the
 // sixteen 32-bit lanes of an AVX-512 register (low 16 bits; the high bits are zero on return).
-// Include only from files whose functions carry DCR_AVX512 (or wider) targets.
 #pragma once
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-
 #include "dcr/codec/value_mode.h"
+#include "src/codec/simd_x86.h"
 
-#define DCR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd")))
+#if defined(__x86_64__)
 
 namespace dcr::avx512 {
 
