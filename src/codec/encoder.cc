@@ -7,6 +7,7 @@
 #include "dcr/core/hash.h"
 #include "src/codec/sections.h"
 #include "src/codec/change_collector.h"
+#include "src/codec/scan_hash.h"
 
 namespace dcr {
 
@@ -14,6 +15,8 @@ struct FrameEncoder::Scratch {
   StreamCodec codec;
   Hasher base_hash;
   Hasher target_hash;
+  StripeHash base_stripes;  // the same hashes, fed by the scan where it can (scan_hash.h)
+  StripeHash target_stripes;
   std::vector<uint32_t> positions;
   std::vector<uint64_t> words;
   ChangeCollector collector;
@@ -69,7 +72,7 @@ ValueMode FrameEncoder::delta_mode() const {
 }
 
 // Scans, hashes and measures value costs block by block, so each block is read from memory once
-// and worked on while it is still in cache.
+// and worked on while it is still in cache. Where it can, the scan hashes what it reads itself.
 Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in, Versions versions,
                                   std::vector<uint8_t>* frame, EncodeStats* stats) {
   DCR_TRY(check_pair(base_in, target_in));
@@ -80,20 +83,29 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
   const Region base = dense_region(base_in.box, width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, width, dense_bytes(target_in, &s.target_copy));
   s.positions.resize(std::max<size_t>(s.positions.size(), count + kScanSlack));
+  const bool fused = scan_and_hash_available(width);
   s.base_hash.reset();
   s.target_hash.reset();
+  s.base_stripes.start(count * width);
+  s.target_stripes.start(count * width);
   s.collector.start(width, delta_mode(), count, count);
   uint64_t changed = 0;
   for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
     const uint64_t end = std::min(count, begin + kBlockElements);
-    const uint64_t found = scan_changes_in(base.data, target.data, begin, end, width, s.positions.data() + changed);
-    s.collector.add(base.data, target.data, s.positions.data() + changed, found);
+    uint32_t* found_at = s.positions.data() + changed;
+    const uint64_t found = fused ? scan_and_hash(base.data, target.data, begin, end, found_at, &s.base_stripes,
+                                                 &s.target_stripes)
+                                 : scan_changes_in(base.data, target.data, begin, end, width, found_at);
+    s.collector.add(base.data, target.data, found_at, found);
     changed += found;
-    s.base_hash.update(base.data + begin * width, (end - begin) * width);
-    s.target_hash.update(target.data + begin * width, (end - begin) * width);
+    if (!fused) {
+      s.base_hash.update(base.data + begin * width, (end - begin) * width);
+      s.target_hash.update(target.data + begin * width, (end - begin) * width);
+    }
   }
   s.collector.finish();
-  const Hashes hashes{s.base_hash.digest(), s.target_hash.digest()};
+  const Hashes hashes = fused ? Hashes{s.base_stripes.finish(base.data), s.target_stripes.finish(target.data)}
+                              : Hashes{s.base_hash.digest(), s.target_hash.digest()};
   return encode(base, target, s.positions.data(), changed, hashes, versions, frame, stats);
 }
 

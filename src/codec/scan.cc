@@ -1,25 +1,13 @@
 #include "dcr/codec/scan.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "dcr/codec/simd.h"
+#include "src/codec/scan_kernels.h"
 #include "src/codec/scatter_avx512.h"
 #include "src/codec/simd_x86.h"
 
 namespace dcr {
 
 namespace {
-
-uint64_t scan_scalar(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
-                     unsigned width, uint32_t* positions, uint64_t changed) {
-  for (uint64_t i = begin; i < end; ++i) {
-    if (std::memcmp(base + i * width, target + i * width, width) != 0) {
-      positions[changed++] = static_cast<uint32_t>(i);
-    }
-  }
-  return changed;
-}
 
 #if defined(__x86_64__)
 // Compares 64 bytes at a time; a 64-bit byte mask of differences is folded into one bit per
@@ -70,18 +58,9 @@ DCR_AVX2 uint64_t scan_avx2(const uint8_t* base,
   return scan_scalar(base, target, blocks * per_block, end, width, positions, changed);
 }
 
-// AVX-512: one compare gives one mask bit per element; each group of 16 mask bits becomes up to 16
-// positions with a register compress and one full-width store (the output keeps kScanSlack spare
-// entries for it). Branch-free, so the cost does not depend on where changes fall.
-template <unsigned W>
-DCR_AVX512 uint64_t change_mask(const uint8_t* b, const uint8_t* t) {
-  const __m512i x = _mm512_loadu_si512(b), y = _mm512_loadu_si512(t);
-  if (W == 1) return _mm512_cmpneq_epi8_mask(x, y);
-  if (W == 2) return _mm512_cmpneq_epi16_mask(x, y);
-  if (W == 4) return _mm512_cmpneq_epi32_mask(x, y);
-  return _mm512_cmpneq_epi64_mask(x, y);
-}
-
+// AVX-512: each group of 16 mask bits (change_mask) becomes up to 16 positions with a register
+// compress and one full-width store (the output keeps kScanSlack spare entries for it). Branch-free,
+// so the cost does not depend on where changes fall.
 template <unsigned W>
 DCR_AVX512 uint64_t scan_avx512(const uint8_t* base,
                                                                                  const uint8_t* target,
@@ -105,36 +84,6 @@ DCR_AVX512 uint64_t scan_avx512(const uint8_t* base,
   return scan_scalar(base, target, chunks * kPerChunk, end, W, positions, changed);
 }
 
-// 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
-// instruction and one store (half the work of two 16-lane compresses), staged per run of
-// kStageElements and widened to positions afterwards.
-DCR_AVX512_VBMI uint64_t scan_avx512_w2_vbmi2(
-    const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end, uint32_t* positions) {
-  constexpr uint64_t kStageElements = 4096;
-  const uint64_t first_chunk = (begin + 31) / 32, chunks = end / 32;
-  if (first_chunk >= chunks) return scan_scalar(base, target, begin, end, 2, positions, 0);
-  uint64_t changed = scan_scalar(base, target, begin, first_chunk * 32, 2, positions, 0);
-  alignas(64) uint16_t stage[kStageElements + 32];
-  for (uint64_t run = first_chunk; run < chunks; run += kStageElements / 32) {
-    const uint64_t run_end = std::min(chunks, run + kStageElements / 32);
-    __m512i offsets = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
-                                       12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    uint64_t staged = 0;
-    for (uint64_t c = run; c < run_end; ++c) {
-      const __mmask32 mask = static_cast<__mmask32>(change_mask<2>(base + c * 64, target + c * 64));
-      _mm512_storeu_si512(stage + staged, _mm512_maskz_compress_epi16(mask, offsets));
-      staged += static_cast<uint64_t>(__builtin_popcount(mask));
-      offsets = _mm512_add_epi16(offsets, _mm512_set1_epi16(32));
-    }
-    const __m512i first = _mm512_set1_epi32(static_cast<int>(run * 32));
-    for (uint64_t j = 0; j < staged; j += 16) {  // whole registers: positions has kScanSlack spare entries
-      const __m512i wide = _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(stage + j)));
-      _mm512_storeu_si512(positions + changed + j, _mm512_add_epi32(wide, first));
-    }
-    changed += staged;
-  }
-  return scan_scalar(base, target, chunks * 32, end, 2, positions, changed);
-}
 #endif
 
 }  // namespace
@@ -148,8 +97,11 @@ uint64_t scan_changes_in(const void* base, const void* target, uint64_t begin, u
   if (level >= SimdLevel::avx512) {
     switch (width) {
       case 1: return scan_avx512<1>(b, t, begin, end, positions);
-      case 2: return level == SimdLevel::avx512_vbmi ? scan_avx512_w2_vbmi2(b, t, begin, end, positions)
-                                      : scan_avx512<2>(b, t, begin, end, positions);
+      case 2: {
+        if (level < SimdLevel::avx512_vbmi) return scan_avx512<2>(b, t, begin, end, positions);
+        NoChunkHook no_hook;
+        return scan_w2_vbmi2(b, t, begin, end, positions, no_hook);
+      }
       case 4: return scan_avx512<4>(b, t, begin, end, positions);
       default: return scan_avx512<8>(b, t, begin, end, positions);
     }

@@ -108,6 +108,28 @@ TEST_P(SimdTwins, DecodeAsTheScalarCodeDoes) {
   }
 }
 
+// The scan that hashes what it reads (scan_hash.h) gives XXH3 itself for every length class:
+// short inputs (up to 240 bytes), one byte past, whole and partial 1 KiB blocks and 64-byte
+// stripes, and boxes spanning several encoder blocks.
+TEST(SimdHash, TheScanHashesEqualXxh3ForEveryLengthClass) {
+  if (simd_level() < SimdLevel::avx512_vbmi) GTEST_SKIP() << "this CPU has no AVX512-VBMI: the scan does not hash";
+  std::vector<uint64_t> counts;
+  for (uint64_t c = 1; c <= 140; ++c) counts.push_back(c);
+  for (uint64_t c : {480u, 511u, 512u, 513u, 544u, 1024u, 1056u, 16384u, 16385u, 32768u, 40000u, 65536u, 70001u}) {
+    counts.push_back(c);
+  }
+  for (uint64_t count : counts) {
+    const std::vector<uint8_t> base = test::random_bytes(count * 2, count);
+    const std::vector<uint8_t> target = test::perturb(base, 2, 0.05, count + 1);
+    const std::vector<uint8_t> frame =
+        encode_at(SimdLevel::avx512_vbmi, test::flat(0, base.data(), count, 2), test::flat(0, target.data(), count, 2), true);
+    FrameHeader header;
+    ASSERT_TRUE(parse_frame_header(frame.data(), frame.size(), &header).is_ok());
+    EXPECT_EQ(header.base_hash, hash64(base.data(), base.size())) << count << " elements";
+    EXPECT_EQ(header.target_hash, hash64(target.data(), target.size())) << count << " elements";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Codec, SimdTwins,
     ::testing::Values(Case{2, 1, 1.0, false}, Case{2, 17, 0.5, false}, Case{2, 33, 1.0, true},

@@ -1,0 +1,73 @@
+#include "src/codec/scan_hash.h"
+
+#include <algorithm>
+
+#include "dcr/codec/simd.h"
+#include "src/codec/scan_kernels.h"
+
+// XXH3's own stripe accumulator and scrambler, compiled here for AVX-512 next to its portable build;
+// the loop that drives them mirrors XXH3's long-input loop. Its internal names are those of 0.8.
+#define XXH_INLINE_ALL
+#define XXH_DISPATCH_AVX512 1
+#define XXH_ACC_ALIGN 64  // as XXH3's own x86 dispatch build sets it
+#define XXH_TARGET_AVX512 __attribute__((__target__("avx512f")))
+#include <xxhash.h>
+static_assert(XXH_VERSION_MAJOR == 0 && XXH_VERSION_MINOR == 8, "StripeHash follows XXH3 0.8's long-input loop");
+
+namespace dcr {
+
+namespace {
+constexpr uint64_t kStripesPerBlock = (XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN) / XXH_SECRET_CONSUME_RATE;
+constexpr uint64_t kShortest = XXH3_MIDSIZE_MAX + 1;  // shorter inputs take XXH3's short-input paths
+}  // namespace
+
+void StripeHash::start(uint64_t length) {
+  static const uint64_t kInit[8] = XXH3_INIT_ACC;
+  std::copy(kInit, kInit + 8, acc_);
+  length_ = length;
+  stripes_ = length >= kShortest ? (length - 1) / XXH_STRIPE_LEN : 0;
+  blocks_ = length >= kShortest ? (length - 1) / (XXH_STRIPE_LEN * kStripesPerBlock) : 0;
+}
+
+uint64_t StripeHash::finish(const uint8_t* buffer) const {
+  if (length_ < kShortest) return XXH3_64bits(buffer, length_);
+  alignas(64) uint64_t acc[8];
+  std::copy(acc_, acc_ + 8, acc);
+  XXH3_accumulate_512(acc, buffer + length_ - XXH_STRIPE_LEN,
+                      XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN - XXH_SECRET_LASTACC_START);
+  return XXH3_mergeAccs(acc, XXH3_kSecret + XXH_SECRET_MERGEACCS_START, length_ * XXH_PRIME64_1);
+}
+
+bool scan_and_hash_available(unsigned width) { return width == 2 && simd_level() >= SimdLevel::avx512_vbmi; }
+
+#if defined(__x86_64__)
+// Feeds the stripes the scan reads to both hashes (stripe c of each buffer is its chunk c).
+struct StripeHook {
+  StripeHash* base;
+  StripeHash* target;
+  DCR_AVX512 void feed(StripeHash* h, uint64_t s, const uint8_t* stripe) {
+    if (s >= h->stripes_) return;
+    const uint64_t n = s % kStripesPerBlock;
+    XXH3_accumulate_512_avx512(h->acc_, stripe, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
+    if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < h->blocks_) {
+      XXH3_scrambleAcc_avx512(h->acc_, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
+    }
+  }
+  DCR_AVX512 void operator()(uint64_t c, const uint8_t* base_chunk, const uint8_t* target_chunk) {
+    feed(base, c, base_chunk);
+    feed(target, c, target_chunk);
+  }
+};
+#endif
+
+uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
+                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash) {
+#if defined(__x86_64__)
+  StripeHook hook{base_hash, target_hash};
+  return scan_w2_vbmi2(base, target, begin, end, positions, hook);
+#else
+  return 0;
+#endif
+}
+
+}  // namespace dcr

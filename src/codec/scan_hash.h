@@ -1,0 +1,40 @@
+// Internal to the codec: the encoder's scan, hashing the bytes it reads while they are in
+// registers. The scan of both copies is bound by memory, so XXH3's arithmetic runs in its shadow
+// instead of in a second pass over the block.
+#pragma once
+
+#include <cstdint>
+
+namespace dcr {
+
+struct StripeHook;
+
+// XXH3-64 (seed 0, default secret) of a buffer whose length is known up front, fed its whole
+// 64-byte stripes in order: the same value as hash64(buffer, length) (tests check every length
+// class: short inputs, block boundaries, the overlapping last stripe). Stripes past those XXH3
+// takes in its main loop are ignored; finish reads the last one itself.
+// scan_and_hash feeds it.
+class StripeHash {
+ public:
+  void start(uint64_t length);
+  uint64_t finish(const uint8_t* buffer) const;  // the buffer of `length` bytes that was fed
+
+ private:
+  friend struct StripeHook;
+  alignas(64) uint64_t acc_[8];
+  uint64_t length_ = 0;
+  uint64_t stripes_ = 0;  // fed by the main loop: all but the last stripe
+  uint64_t blocks_ = 0;   // whole blocks of stripes, each followed by a scramble
+};
+
+// Whether scan_and_hash runs for elements of `width` bytes on this CPU (2-byte elements with
+// AVX512-VBMI2); elsewhere the encoder scans and hashes separately.
+bool scan_and_hash_available(unsigned width);
+
+// scan_changes_in over 2-byte elements [begin, end) of two buffers, feeding every whole stripe it
+// reads to the hashes of the buffers. Calls must cover the buffers in order from element 0, each
+// beginning at a multiple of 32 elements.
+uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
+                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash);
+
+}  // namespace dcr
