@@ -69,7 +69,8 @@ class CaseRunner {
   }
 
   // Encode, apply and memcpy take turns within each repetition, so a machine that speeds up or
-  // slows down mid-run moves all three together; the fastest repetition of each counts.
+  // slows down mid-run moves all three together; the fastest repetition of each counts. Each timed
+  // pass starts with the model out of the caches (as it is for a trainer or rollout between steps).
   Status run(const std::string& name, const Bits& base, const Bits& target, CodecBenchRecord* r) {
     r->name = name;
     r->frames = slots_.size();
@@ -81,13 +82,16 @@ class CaseRunner {
     copy_bits(base, &copy);
     double encode = 1e30, apply = 1e30, memcpy = 1e30;
     for (int rep = 0; rep < options_.repetitions; ++rep) {
+      evict_caches();
       auto start = Clock::now();
       copy_bits(base, &copy);
       memcpy = std::min(memcpy, seconds_since(start));
+      evict_caches();
       start = Clock::now();
       DCR_TRY(encode_once(base, target, nullptr));
       encode = std::min(encode, seconds_since(start));
       copy_bits(base, &dst);
+      evict_caches();
       start = Clock::now();
       DCR_TRY(apply_once(&dst));
       apply = std::min(apply, seconds_since(start));
@@ -137,6 +141,15 @@ class CaseRunner {
     return Status::ok();
   }
 
+  // Reads a buffer larger than any last-level cache here, so what was touched before is gone.
+  void evict_caches() {
+    constexpr size_t kBytes = size_t{128} << 20;
+    if (evict_.size() != kBytes) evict_.assign(kBytes, 1);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < kBytes; i += 64) sum += evict_[i];
+    evict_sink_ += sum;
+  }
+
   static void copy_bits(const Bits& from, Bits* to) {
     to->resize(from.size());
     for (size_t t = 0; t < from.size(); ++t) {
@@ -174,6 +187,8 @@ class CaseRunner {
   std::vector<std::vector<uint8_t>> wire_;
   FrameEncoder encoder_;
   FrameDecoder decoder_;
+  std::vector<uint8_t> evict_;
+  volatile uint64_t evict_sink_ = 0;
 };
 
 Status load_pool(const CodecBenchOptions& options, RealWeights* pool, std::string* described) {
