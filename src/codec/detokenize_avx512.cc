@@ -3,6 +3,7 @@
 #include "dcr/codec/simd.h"
 #include "dcr/codec/tokens.h"
 #include "src/codec/simd_x86.h"
+#include "src/codec/value_mode_avx512.h"
 
 namespace dcr {
 
@@ -75,11 +76,6 @@ DCR_AVX512 bool token_values(const uint8_t* symbols, const TokenPair& t, bool vb
   return true;
 }
 
-DCR_AVX512 void store_words(uint64_t* words, __m512i v) {
-  _mm512_storeu_si512(words, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(v)));
-  _mm512_storeu_si512(words + 8, _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(v, 1)));
-}
-
 DCR_AVX512 uint64_t gaps(const TokenPair& t, uint64_t n, uint64_t count, uint64_t* next, uint64_t* bit_pos,
                          uint32_t* positions) {
   const bool vbmi = simd_level() >= SimdLevel::avx512_vbmi;
@@ -109,7 +105,7 @@ DCR_AVX512 uint64_t words(const TokenPair& t, uint64_t n, unsigned width, uint64
     uint32_t used;
     if (!token_values(t.symbols + j, t, vbmi, *bit_pos, &word, &used)) break;
     if (_mm512_cmpgt_epu32_mask(word, limit) != 0) break;  // wider than the element
-    store_words(out + j, word);
+    avx512::store_words16(out + j, word);
     *bit_pos += used;
   }
   return j;

@@ -14,25 +14,15 @@ namespace dcr {
 
 namespace {
 
-DCR_AVX512 inline __m512i load_words16(const uint64_t* words) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(words))),
-                            _mm512_cvtepi64_epi32(_mm512_loadu_si512(words + 8)), 1);
-}
-
-DCR_AVX512 inline void store_words16(uint64_t* words, __m512i v) {
-  _mm512_storeu_si512(words, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(v)));
-  _mm512_storeu_si512(words + 8, _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(v, 1)));
-}
-
 template <ValueMode M>
 DCR_AVX512 uint64_t scatter(uint8_t* dst, uint64_t groups, const uint32_t* positions, uint64_t* words) {
   for (uint64_t g = 0; g < groups; ++g) {
     const __m512i pos = _mm512_loadu_si512(positions + 16 * g);
     const __m512i pair = _mm512_i32gather_epi32(pos, dst, 2);
     const __m512i old_bits = _mm512_and_si512(pair, avx512::low16());
-    const __m512i new_bits = avx512::apply16<M>(old_bits, load_words16(words + 16 * g));
+    const __m512i new_bits = avx512::apply16<M>(old_bits, avx512::load_words16(words + 16 * g));
     _mm512_i32scatter_epi32(dst, pos, _mm512_or_si512(_mm512_andnot_si512(avx512::low16(), pair), new_bits), 2);
-    store_words16(words + 16 * g, old_bits);
+    avx512::store_words16(words + 16 * g, old_bits);
   }
   return 16 * groups;
 }

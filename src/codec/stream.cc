@@ -54,9 +54,10 @@ double StreamCodec::estimate(const Histogram& hist, size_t size) {
   if (size == 0) return header;
   RansTable table;
   table.build(hist);
-  const double extra_states = size >= kWideRansSymbols ? 4.0 * (32 - 4) : 0.0;
+  // payload_bytes counts the four states of Coder::rans; long streams carry more.
+  const unsigned extra_states = size >= kWideRansSymbols ? rans_lanes(Coder::rans32) - rans_lanes(Coder::rans) : 0;
   return header + std::min<double>(static_cast<double>(size),
-                                   table.table_bytes() + table.payload_bytes(hist) + extra_states);
+                                   table.table_bytes() + table.payload_bytes(hist) + 4.0 * extra_states);
 }
 
 Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& options,

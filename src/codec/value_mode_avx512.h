@@ -36,7 +36,19 @@ DCR_AVX512 inline __m512i unzigzag16(__m512i word) {
   return _mm512_and_si512(_mm512_xor_si512(_mm512_srli_epi32(word, 1), odd), low16());
 }
 
-// encode_word for M, widths 2.
+// Sixteen words of a words array (one uint64_t per change, as encoder and decoder keep them), below
+// 2^32, to and from the lanes.
+DCR_AVX512 inline __m512i load_words16(const uint64_t* words) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_loadu_si512(words))),
+                            _mm512_cvtepi64_epi32(_mm512_loadu_si512(words + 8)), 1);
+}
+
+DCR_AVX512 inline void store_words16(uint64_t* words, __m512i v) {
+  _mm512_storeu_si512(words, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(v)));
+  _mm512_storeu_si512(words + 8, _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(v, 1)));
+}
+
+// encode_word for M, width 2.
 template <ValueMode M>
 DCR_AVX512 inline __m512i encode16(__m512i old_bits, __m512i new_bits) {
   if (M == ValueMode::xor_mask) return _mm512_xor_si512(old_bits, new_bits);
