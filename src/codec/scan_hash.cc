@@ -41,30 +41,48 @@ uint64_t StripeHash::finish(const uint8_t* buffer) const {
 bool scan_and_hash_available(unsigned width) { return width == 2 && simd_level() >= SimdLevel::avx512_vbmi; }
 
 #if defined(__x86_64__)
-// Feeds the stripes the scan reads to both hashes (stripe c of each buffer is its chunk c).
+// Feeds the stripes the scan reads to both hashes (stripe c of each buffer is its chunk c). Both
+// buffers have one length, so one count bounds both. The hook is a local of the scan's caller, so
+// its accumulators stay in registers for the whole block instead of round-tripping through memory.
 struct StripeHook {
-  StripeHash* base;
-  StripeHash* target;
-  DCR_AVX512 void feed(StripeHash* h, uint64_t s, const uint8_t* stripe) {
-    if (s >= h->stripes_) return;
-    const uint64_t n = s % kStripesPerBlock;
-    XXH3_accumulate_512_avx512(h->acc_, stripe, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
-    if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < h->blocks_) {
-      XXH3_scrambleAcc_avx512(h->acc_, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
+  alignas(64) uint64_t base_acc[8];
+  alignas(64) uint64_t target_acc[8];
+  uint64_t stripes;
+  uint64_t blocks;
+  DCR_AVX512 void operator()(uint64_t c, const uint8_t* base_chunk, const uint8_t* target_chunk) {
+    if (c >= stripes) return;
+    const uint64_t n = c % kStripesPerBlock;
+    XXH3_accumulate_512_avx512(base_acc, base_chunk, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
+    XXH3_accumulate_512_avx512(target_acc, target_chunk, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
+    if (n == kStripesPerBlock - 1 && c / kStripesPerBlock < blocks) {
+      XXH3_scrambleAcc_avx512(base_acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
+      XXH3_scrambleAcc_avx512(target_acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
     }
   }
-  DCR_AVX512 void operator()(uint64_t c, const uint8_t* base_chunk, const uint8_t* target_chunk) {
-    feed(base, c, base_chunk);
-    feed(target, c, target_chunk);
-  }
 };
+
+// The loop works on a local copy of the hook, which the compiler keeps in registers.
+__attribute__((flatten)) DCR_AVX512_VBMI uint64_t scan_hooked(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
+                                     uint32_t* positions, StripeHook* hook) {
+  StripeHook local = *hook;
+  const uint64_t changed = scan_w2_vbmi2(base, target, begin, end, positions, local);
+  *hook = local;
+  return changed;
+}
 #endif
 
 uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
                        uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash) {
 #if defined(__x86_64__)
-  StripeHook hook{base_hash, target_hash};
-  return scan_w2_vbmi2(base, target, begin, end, positions, hook);
+  StripeHook hook;
+  std::copy(base_hash->acc_, base_hash->acc_ + 8, hook.base_acc);
+  std::copy(target_hash->acc_, target_hash->acc_ + 8, hook.target_acc);
+  hook.stripes = base_hash->stripes_;
+  hook.blocks = base_hash->blocks_;
+  const uint64_t changed = scan_hooked(base, target, begin, end, positions, &hook);
+  std::copy(hook.base_acc, hook.base_acc + 8, base_hash->acc_);
+  std::copy(hook.target_acc, hook.target_acc + 8, target_hash->acc_);
+  return changed;
 #else
   return 0;
 #endif

@@ -7,8 +7,6 @@
 
 namespace dcr {
 
-struct StripeHook;
-
 // XXH3-64 (seed 0, default secret) of a buffer whose length is known up front, fed its whole
 // 64-byte stripes in order: the same value as hash64(buffer, length) (tests check every length
 // class: short inputs, block boundaries, the overlapping last stripe). Stripes past those XXH3
@@ -20,7 +18,8 @@ class StripeHash {
   uint64_t finish(const uint8_t* buffer) const;  // the buffer of `length` bytes that was fed
 
  private:
-  friend struct StripeHook;
+  friend uint64_t scan_and_hash(const uint8_t*, const uint8_t*, uint64_t, uint64_t, uint32_t*, StripeHash*,
+                                StripeHash*);
   alignas(64) uint64_t acc_[8];
   uint64_t length_ = 0;
   uint64_t stripes_ = 0;  // fed by the main loop: all but the last stripe
