@@ -27,15 +27,14 @@ void TokenWriter::start(Section* section, uint64_t capacity, unsigned max_extra_
   section_ = section;
   section->reset(2);
   section->streams[1].raw_only = true;  // the low bits of tokens are close to uniform
-  std::fill(std::begin(halves_), std::end(halves_), 0u);
   cursor_ = Cursor{symbols_.reserve(capacity + 16), 0,
-                   BitPacker(bits_.reserve(BitPacker::capacity(capacity * max_extra_bits))), halves_};
+                   BitPacker(bits_.reserve(BitPacker::capacity(capacity * max_extra_bits))), 0};
 }
 
 void TokenWriter::finish() {
   RawStream& symbols = section_->streams[0];
   symbols.bytes.assign(cursor_.symbols, cursor_.symbols + cursor_.count);
-  for (int s = 0; s < 256; ++s) symbols.hist[s] = uint64_t(halves_[s]) + halves_[256 + s];
+  sampled_histogram_of(symbols.bytes.data(), cursor_.count, cursor_.max_symbol, &symbols.hist);
   symbols.counted = true;
   section_->streams[1].bytes.assign(bits_.data(), bits_.data() + cursor_.bits.bytes());
 }

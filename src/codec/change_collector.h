@@ -5,6 +5,7 @@
 // correctness, only size).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -49,11 +50,10 @@ class TokenWriter {
     uint8_t* symbols;
     uint64_t count;
     BitPacker bits;
-    uint32_t* hist;  // two interleaved halves (even, odd counts): runs of one symbol do not
-                     // serialise on one counter
+    uint8_t max_symbol;  // the histogram is sampled at the end; this keeps every symbol codable
     void add(uint64_t value) {
       const Token t = make_token(value);
-      ++hist[((count & 1) << 8) | t.symbol];
+      max_symbol = std::max(max_symbol, t.symbol);
       symbols[count++] = t.symbol;
       bits.put(t.extra, t.extra_bits);
     }
@@ -63,15 +63,14 @@ class TokenWriter {
   void start(Section* section, uint64_t capacity, unsigned max_extra_bits);
   Cursor cursor() const { return cursor_; }
   void commit(const Cursor& c) { cursor_ = c; }
-  void finish();  // moves the symbols and bits into the section, with the symbol histogram
+  void finish();  // moves the symbols and bits into the section, with their histogram (sampled)
   double cost() const;  // after finish
 
  private:
   Section* section_ = nullptr;
   ByteBuffer symbols_;  // grows, never shrinks
   ByteBuffer bits_;
-  uint32_t halves_[512] = {};
-  Cursor cursor_{nullptr, 0, BitPacker(), halves_};
+  Cursor cursor_{nullptr, 0, BitPacker(), 0};
 };
 
 // The AVX-512 twin of the scalar gap and ordered-delta tokenising for 2-byte elements (the same

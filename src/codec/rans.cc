@@ -30,6 +30,24 @@ void histogram_of(const uint8_t* symbols, size_t count, Histogram* hist) {
   }
 }
 
+void sampled_histogram_of(const uint8_t* symbols, size_t count, uint8_t max_symbol, Histogram* hist) {
+  if (count <= kExactHistogram) return histogram_of(symbols, count, hist);
+  uint32_t part[4][256] = {};
+  constexpr size_t kStep = 4 * kHistogramStride;
+  size_t i = 0;
+  for (; i + kStep <= count; i += kStep) {
+    ++part[0][symbols[i]];
+    ++part[1][symbols[i + kHistogramStride]];
+    ++part[2][symbols[i + 2 * kHistogramStride]];
+    ++part[3][symbols[i + 3 * kHistogramStride]];
+  }
+  for (; i < count; i += kHistogramStride) ++part[0][symbols[i]];
+  for (int s = 0; s < 256; ++s) {
+    const uint64_t sampled = static_cast<uint64_t>(part[0][s]) + part[1][s] + part[2][s] + part[3][s];
+    (*hist)[s] = s <= max_symbol ? std::max<uint64_t>(1, sampled * kHistogramStride) : 0;
+  }
+}
+
 void RansTable::build(const Histogram& hist) {
   uint64_t total = 0;
   for (uint64_t c : hist) total += c;

@@ -36,14 +36,6 @@ DCR_AVX512 inline void store_symbols(const Tokens& t, TokenWriter::Cursor* c) {
   c->count += 16;
 }
 
-// Counts sixteen symbols in a cursor's histogram halves (summed at the end: any split is right).
-inline void count_symbols(const uint8_t* group, uint32_t* hist) {
-  for (int i = 0; i < 16; i += 2) {
-    ++hist[group[i]];
-    ++hist[256 + group[i + 1]];
-  }
-}
-
 // Bit fields (value, length) in 64-bit lanes.
 struct Fields {
   __m512i value, bits;
@@ -75,14 +67,12 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
   if (groups > 0 && positions[16 * groups - 1] + 1 >= elements) --groups;
   TokenWriter::Cursor gaps = *gap_cursor, deltas = *delta_cursor;
   __m512i carry = _mm512_set1_epi32(static_cast<int>(*next));  // lane 15: the position after the last change
+  __m512i gap_max = _mm512_setzero_si512(), delta_max = _mm512_setzero_si512();
   // Extra bits leave in merged fields, fewer puts: gap fields (at most 29 bits) in pairs, delta
   // fields (at most 13) in fours. A group's fields go through memory and are put one group later,
   // when their stores have landed (a scalar load waiting on a wide store would stall every put).
   alignas(64) uint64_t fields[2][4][8];  // [group parity][gap value, gap bits, delta value, delta bits]
-  // The histograms are counted there too, from the group's symbols already in memory.
-  auto put_group = [&](const uint64_t (&f)[4][8], uint64_t first) {
-    count_symbols(gaps.symbols + first, gaps.hist);
-    count_symbols(deltas.symbols + first, deltas.hist);
+  auto put_group = [&](const uint64_t (&f)[4][8]) {
     for (int i = 0; i < 4; ++i) {
       gaps.bits.put(f[0][2 * i], static_cast<unsigned>(f[1][2 * i]));
       gaps.bits.put(f[0][2 * i + 1], static_cast<unsigned>(f[1][2 * i + 1]));
@@ -99,6 +89,8 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
                                                     : avx512::encode16<ValueMode::delta_tc>(a, b));
     store_symbols(gap, &gaps);
     store_symbols(delta, &deltas);
+    gap_max = _mm512_max_epu32(gap_max, gap.symbol);
+    delta_max = _mm512_max_epu32(delta_max, delta.symbol);
     const Fields gap_pairs = merge_pairs(gap.extra, gap.extra_bits);
     const Fields delta_quads = merge_fours(delta.extra, delta.extra_bits);
     uint64_t (&f)[4][8] = fields[g & 1];
@@ -106,10 +98,12 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     _mm512_store_si512(f[1], gap_pairs.bits);
     _mm512_store_si512(f[2], delta_quads.value);
     _mm512_store_si512(f[3], delta_quads.bits);
-    if (g > 0) put_group(fields[(g - 1) & 1], gaps.count - 32);
+    if (g > 0) put_group(fields[(g - 1) & 1]);
   }
   if (groups > 0) {
-    put_group(fields[(groups - 1) & 1], gaps.count - 16);
+    put_group(fields[(groups - 1) & 1]);
+    gaps.max_symbol = std::max<uint8_t>(gaps.max_symbol, _mm512_reduce_max_epu32(gap_max));
+    deltas.max_symbol = std::max<uint8_t>(deltas.max_symbol, _mm512_reduce_max_epu32(delta_max));
     *next = positions[16 * groups - 1] + 1ull;
   }
   *gap_cursor = gaps;
