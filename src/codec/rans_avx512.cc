@@ -13,7 +13,7 @@ namespace {
 struct EncodeTables {
   alignas(64) uint32_t packed[256];
   alignas(64) uint32_t reciprocal[256];
-  bool small = true;  // every coded symbol below 128: lookups are register permutes, not gathers
+  unsigned range = 32;  // every coded symbol lies below it; up to 128, lookups are register permutes
 };
 
 void build(const RansTable& table, EncodeTables* t) {
@@ -22,17 +22,23 @@ void build(const RansTable& table, EncodeTables* t) {
     const uint32_t f = table.freq(sym);
     t->packed[s] = f | (table.cum(sym) << 13) | ((table.reciprocal_shift(sym) - 31) << 25);
     t->reciprocal[s] = static_cast<uint32_t>(table.reciprocal(sym));
-    if (s >= 128 && f != 0) t->small = false;
+    while (f != 0 && s >= static_cast<int>(t->range)) t->range *= 2;
   }
 }
 
-// table[s] for sixteen symbols below 128, from eight registers of the table.
-DCR_AVX512 inline __m512i lookup128(const __m512i* t, __m512i s) {
-  const __m512i r0 = _mm512_permutex2var_epi32(t[0], s, t[1]), r1 = _mm512_permutex2var_epi32(t[2], s, t[3]);
-  const __m512i r2 = _mm512_permutex2var_epi32(t[4], s, t[5]), r3 = _mm512_permutex2var_epi32(t[6], s, t[7]);
+// table[s] for sixteen symbols below Range (32, 64 or 128), from the first Range / 16 registers of
+// the table; other ranges gather from memory.
+template <unsigned Range>
+DCR_AVX512 inline __m512i lookup(const __m512i* t, const uint32_t* table, __m512i s) {
+  if (Range > 128) return _mm512_i32gather_epi32(s, table, 4);
+  const __m512i r0 = _mm512_permutex2var_epi32(t[0], s, t[1]);
+  if (Range == 32) return r0;
   const __mmask16 bit5 = _mm512_test_epi32_mask(s, _mm512_set1_epi32(32));
+  const __m512i r01 = _mm512_mask_blend_epi32(bit5, r0, _mm512_permutex2var_epi32(t[2], s, t[3]));
+  if (Range == 64) return r01;
+  const __m512i r2 = _mm512_permutex2var_epi32(t[4], s, t[5]), r3 = _mm512_permutex2var_epi32(t[6], s, t[7]);
   const __mmask16 bit6 = _mm512_test_epi32_mask(s, _mm512_set1_epi32(64));
-  return _mm512_mask_blend_epi32(bit6, _mm512_mask_blend_epi32(bit5, r0, r1), _mm512_mask_blend_epi32(bit5, r2, r3));
+  return _mm512_mask_blend_epi32(bit6, r01, _mm512_mask_blend_epi32(bit5, r2, r3));
 }
 
 // floor(x * rcp / 2^shift) per lane, from the 64-bit products of the even and the odd lanes.
@@ -46,11 +52,11 @@ DCR_AVX512 inline __m512i mul_shift(__m512i x, __m512i rcp, __m512i shift) {
 
 // Encodes sixteen symbols with the states in `x`: the lanes at or above freq << 19 emit their low
 // 16 bits first (compressed into lane order, below `ptr`), then x' = x + cum + q (2^12 - freq).
-template <bool Small>
+template <unsigned Range>
 DCR_AVX512 inline void encode16(__m512i s, const __m512i* packed, const __m512i* reciprocal, const EncodeTables& t,
                                 __m512i& x, uint8_t*& ptr) {
-  const __m512i word = Small ? lookup128(packed, s) : _mm512_i32gather_epi32(s, t.packed, 4);
-  const __m512i rcp = Small ? lookup128(reciprocal, s) : _mm512_i32gather_epi32(s, t.reciprocal, 4);
+  const __m512i word = lookup<Range>(packed, t.packed, s);
+  const __m512i rcp = lookup<Range>(reciprocal, t.reciprocal, s);
   const __m512i f = _mm512_and_si512(word, _mm512_set1_epi32(0x1fff));
   const __mmask16 emit = _mm512_cmpge_epu32_mask(x, _mm512_slli_epi32(f, 31 - kRansProbBits));
   const unsigned emitted = static_cast<unsigned>(__builtin_popcount(emit));
@@ -71,17 +77,17 @@ DCR_AVX512 inline __m512i load_symbols16(const uint8_t* symbols) {
 
 // States 16-31 go first in each group: the scalar loop encodes state 31 down to 0, so their words
 // lie above those of states 0-15.
-template <bool Small>
+template <unsigned Range>
 DCR_AVX512 void encode_loop(const uint8_t* symbols, size_t groups, const EncodeTables& t, __m512i& low,
                             __m512i& high, uint8_t*& ptr) {
   __m512i packed[8], reciprocal[8];
-  for (int k = 0; k < 8 && Small; ++k) {
+  for (unsigned k = 0; k < 8 && k < Range / 16; ++k) {
     packed[k] = _mm512_load_si512(t.packed + 16 * k);
     reciprocal[k] = _mm512_load_si512(t.reciprocal + 16 * k);
   }
   for (size_t g = groups; g-- > 0;) {
-    encode16<Small>(load_symbols16(symbols + 32 * g + 16), packed, reciprocal, t, high, ptr);
-    encode16<Small>(load_symbols16(symbols + 32 * g), packed, reciprocal, t, low, ptr);
+    encode16<Range>(load_symbols16(symbols + 32 * g + 16), packed, reciprocal, t, high, ptr);
+    encode16<Range>(load_symbols16(symbols + 32 * g), packed, reciprocal, t, low, ptr);
   }
 }
 
@@ -92,10 +98,11 @@ DCR_AVX512 void rans_encode_groups_avx512(const uint8_t* symbols, size_t groups,
   EncodeTables t;
   build(table, &t);
   __m512i low = _mm512_loadu_si512(states), high = _mm512_loadu_si512(states + 16);
-  if (t.small) {
-    encode_loop<true>(symbols, groups, t, low, high, ptr);
-  } else {
-    encode_loop<false>(symbols, groups, t, low, high, ptr);
+  switch (t.range) {
+    case 32: encode_loop<32>(symbols, groups, t, low, high, ptr); break;
+    case 64: encode_loop<64>(symbols, groups, t, low, high, ptr); break;
+    case 128: encode_loop<128>(symbols, groups, t, low, high, ptr); break;
+    default: encode_loop<256>(symbols, groups, t, low, high, ptr); break;
   }
   _mm512_storeu_si512(states, low);
   _mm512_storeu_si512(states + 16, high);
