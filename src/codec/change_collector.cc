@@ -61,12 +61,13 @@ void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t eleme
 }
 
 template <unsigned W, ValueMode Delta>
-void ChangeCollector::tokenize(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+void ChangeCollector::tokenize(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+                               ChangedWords words) {
   TokenWriter::Cursor gaps = gap_writer_.cursor(), deltas = delta_writer_.cursor();
   uint64_t next = next_position_;
   uint64_t j = 0;
   if (W == 2 && simd_level() >= SimdLevel::avx512) {
-    j = tokenize_avx512_w2(Delta, base, target, positions, n, elements_, &next, &gaps, &deltas);
+    j = tokenize_avx512_w2(Delta, base, target, positions, n, words, elements_, &next, &gaps, &deltas);
   }
   for (; j < n; ++j) {
     const uint64_t p = positions[j];
@@ -81,10 +82,13 @@ void ChangeCollector::tokenize(const uint8_t* base, const uint8_t* target, const
 
 // The other value choices are only measured, on every kSampleStride-th change.
 template <unsigned W>
-void ChangeCollector::sample(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+void ChangeCollector::sample(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+                             ChangedWords words) {
+  const bool staged = W == 2 && words.base != nullptr;
   for (uint64_t j = (kSampleStride - changed_ % kSampleStride) % kSampleStride; j < n; j += kSampleStride) {
     const uint64_t p = positions[j];
-    const uint64_t a = load_word(base, p, W), b = load_word(target, p, W);
+    const uint64_t a = staged ? words.base[j] : load_word(base, p, W);
+    const uint64_t b = staged ? words.target[j] : load_word(target, p, W);
     const uint64_t x = a ^ b;
     const Token tx = make_token(x);
     ++xor_hist_[tx.symbol];
@@ -99,21 +103,23 @@ void ChangeCollector::sample(const uint8_t* base, const uint8_t* target, const u
 }
 
 template <unsigned W>
-void ChangeCollector::add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+void ChangeCollector::add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+                                ChangedWords words) {
   if (delta_mode_ == ValueMode::delta_sm) {
-    tokenize<W, ValueMode::delta_sm>(base, target, positions, n);
+    tokenize<W, ValueMode::delta_sm>(base, target, positions, n, words);
   } else {
-    tokenize<W, ValueMode::delta_tc>(base, target, positions, n);
+    tokenize<W, ValueMode::delta_tc>(base, target, positions, n, words);
   }
-  sample<W>(base, target, positions, n);
+  sample<W>(base, target, positions, n, words);
 }
 
-void ChangeCollector::add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n) {
+void ChangeCollector::add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+                          ChangedWords words) {
   switch (width_) {
-    case 1: return add_fixed<1>(base, target, positions, n);
-    case 2: return add_fixed<2>(base, target, positions, n);
-    case 4: return add_fixed<4>(base, target, positions, n);
-    default: return add_fixed<8>(base, target, positions, n);
+    case 1: return add_fixed<1>(base, target, positions, n, words);
+    case 2: return add_fixed<2>(base, target, positions, n, words);
+    case 4: return add_fixed<4>(base, target, positions, n, words);
+    default: return add_fixed<8>(base, target, positions, n, words);
   }
 }
 

@@ -1,8 +1,9 @@
-// Internal to the codec: gathers everything the encoder needs from the changed elements in one
-// pass per cache-sized block, while the block is hot — the gap-token and ordered-delta token streams
-// ready to entropy-code (the usual choice), and histograms estimating the coded size of the other
-// value choices from every kSampleStride-th change (enough to choose; the choice never affects
-// correctness, only size).
+// Internal to the codec: gathers everything the encoder needs from the changed elements — the
+// gap-token and ordered-delta token streams ready to entropy-code (the usual choice), and
+// histograms estimating the coded size of the other value choices from every kSampleStride-th
+// change (enough to choose; the choice never affects correctness, only size). Changes come per
+// cache-sized block while the block is hot, or all at once with their words copied out by the
+// fused scan (scan_hash.h).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "dcr/codec/rans.h"
 #include "dcr/codec/tokens.h"
 #include "dcr/codec/value_mode.h"
+#include "src/codec/scan_hash.h"
 #include "src/codec/sections.h"
 
 namespace dcr {
@@ -76,16 +78,20 @@ class TokenWriter {
 // The AVX-512 twin of the scalar gap and ordered-delta tokenising for 2-byte elements (the same
 // bytes): tokenises a prefix of the n changes, a whole number of groups of 16 that all lie below the
 // box's last element, and returns its length. `next` is the position after the previous change.
+// The changes' words come from `words` where the scan copied them out (both non-null), else from
+// the buffers.
 uint64_t tokenize_avx512_w2(ValueMode delta_mode, const uint8_t* base, const uint8_t* target,
-                            const uint32_t* positions, uint64_t n, uint64_t elements, uint64_t* next,
-                            TokenWriter::Cursor* gaps, TokenWriter::Cursor* deltas);
+                            const uint32_t* positions, uint64_t n, ChangedWords words, uint64_t elements,
+                            uint64_t* next, TokenWriter::Cursor* gaps, TokenWriter::Cursor* deltas);
 
 class ChangeCollector {
  public:
   // `elements`: the box's element count; `capacity`: the most changes that will be added.
   void start(unsigned width, ValueMode delta_mode, uint64_t elements, uint64_t capacity);
-  // Adds the changed elements at positions[0..n) (ascending, after any added before).
-  void add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
+  // Adds the changed elements at positions[0..n) (ascending, after any added before). `words`,
+  // where not null, holds their 2-byte words as scan_and_hash copied them out.
+  void add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+           ChangedWords words = {nullptr, nullptr});
   void finish();
 
   ValueCosts costs() const;
@@ -94,11 +100,14 @@ class ChangeCollector {
 
  private:
   template <unsigned W>
-  void add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
+  void add_fixed(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+                 ChangedWords words);
   template <unsigned W, ValueMode Delta>
-  void tokenize(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
+  void tokenize(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+                ChangedWords words);
   template <unsigned W>
-  void sample(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n);
+  void sample(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
+              ChangedWords words);
 
   unsigned width_ = 2;
   ValueMode delta_mode_ = ValueMode::delta_sm;

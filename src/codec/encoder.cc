@@ -18,6 +18,8 @@ struct FrameEncoder::Scratch {
   StripeHash base_stripes;  // the same hashes, fed by the scan where it can (scan_hash.h)
   StripeHash target_stripes;
   std::vector<uint32_t> positions;
+  std::vector<uint16_t> base_words;  // the changes' words, copied out by the fused scan
+  std::vector<uint16_t> target_words;
   std::vector<uint64_t> words;
   ChangeCollector collector;
   std::vector<uint8_t> base_copy;  // dense copies of strided boxes
@@ -71,42 +73,61 @@ ValueMode FrameEncoder::delta_mode() const {
   return options_.sign_magnitude ? ValueMode::delta_sm : ValueMode::delta_tc;
 }
 
-// Scans, hashes and measures value costs block by block, so each block is read from memory once
-// and worked on while it is still in cache. Where it can, the scan hashes what it reads itself.
 Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in, Versions versions,
                                   std::vector<uint8_t>* frame, EncodeStats* stats) {
   DCR_TRY(check_pair(base_in, target_in));
-  constexpr uint64_t kBlockElements = 1 << 14;
   Scratch& s = *scratch_;
   const unsigned width = base_in.width;
   const uint64_t count = base_in.box.elements();
   const Region base = dense_region(base_in.box, width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, width, dense_bytes(target_in, &s.target_copy));
   s.positions.resize(std::max<size_t>(s.positions.size(), count + kScanSlack));
-  const bool fused = scan_and_hash_available(width);
+  s.collector.start(width, delta_mode(), count, count);
+  Hashes hashes;
+  const uint64_t changed = scan_and_hash_available(width) ? collect_fused(base, target, &hashes)
+                                                          : collect_by_block(base, target, &hashes);
+  s.collector.finish();
+  return encode(base, target, s.positions.data(), changed, hashes, versions, frame, stats);
+}
+
+// One uninterrupted pass scans and hashes the whole box, so memory streams at full speed, and
+// copies out the changed words; tokenising then reads only what the scan wrote, in order.
+uint64_t FrameEncoder::collect_fused(const Region& base, const Region& target, Hashes* hashes) {
+  Scratch& s = *scratch_;
+  const uint64_t count = base.box.elements();
+  s.base_words.resize(std::max<size_t>(s.base_words.size(), count + 32));
+  s.target_words.resize(std::max<size_t>(s.target_words.size(), count + 32));
+  const ChangedWords words{s.base_words.data(), s.target_words.data()};
+  s.base_stripes.start(count * 2);
+  s.target_stripes.start(count * 2);
+  const uint64_t changed =
+      scan_and_hash(base.data, target.data, 0, count, s.positions.data(), &s.base_stripes, &s.target_stripes, words);
+  s.collector.add(base.data, target.data, s.positions.data(), changed, words);
+  *hashes = Hashes{s.base_stripes.finish(base.data), s.target_stripes.finish(target.data)};
+  return changed;
+}
+
+// Scans, hashes and tokenises block by block, so each block is read from memory once and worked on
+// while it is still in cache.
+uint64_t FrameEncoder::collect_by_block(const Region& base, const Region& target, Hashes* hashes) {
+  constexpr uint64_t kBlockElements = 1 << 14;
+  Scratch& s = *scratch_;
+  const unsigned width = base.width;
+  const uint64_t count = base.box.elements();
   s.base_hash.reset();
   s.target_hash.reset();
-  s.base_stripes.start(count * width);
-  s.target_stripes.start(count * width);
-  s.collector.start(width, delta_mode(), count, count);
   uint64_t changed = 0;
   for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
     const uint64_t end = std::min(count, begin + kBlockElements);
     uint32_t* found_at = s.positions.data() + changed;
-    const uint64_t found = fused ? scan_and_hash(base.data, target.data, begin, end, found_at, &s.base_stripes,
-                                                 &s.target_stripes)
-                                 : scan_changes_in(base.data, target.data, begin, end, width, found_at);
+    const uint64_t found = scan_changes_in(base.data, target.data, begin, end, width, found_at);
     s.collector.add(base.data, target.data, found_at, found);
     changed += found;
-    if (!fused) {
-      s.base_hash.update(base.data + begin * width, (end - begin) * width);
-      s.target_hash.update(target.data + begin * width, (end - begin) * width);
-    }
+    s.base_hash.update(base.data + begin * width, (end - begin) * width);
+    s.target_hash.update(target.data + begin * width, (end - begin) * width);
   }
-  s.collector.finish();
-  const Hashes hashes = fused ? Hashes{s.base_stripes.finish(base.data), s.target_stripes.finish(target.data)}
-                              : Hashes{s.base_hash.digest(), s.target_hash.digest()};
-  return encode(base, target, s.positions.data(), changed, hashes, versions, frame, stats);
+  *hashes = Hashes{s.base_hash.digest(), s.target_hash.digest()};
+  return changed;
 }
 
 Status FrameEncoder::encode_delta_at(const Region& base_in, const Region& target_in, const uint32_t* positions,

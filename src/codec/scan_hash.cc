@@ -1,6 +1,7 @@
 #include "src/codec/scan_hash.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "dcr/codec/simd.h"
 #include "src/codec/scan_kernels.h"
@@ -41,6 +42,11 @@ uint64_t StripeHash::finish(const uint8_t* buffer) const {
 bool scan_and_hash_available(unsigned width) { return width == 2 && simd_level() >= SimdLevel::avx512_vbmi; }
 
 #if defined(__x86_64__)
+// The changed words of a chunk, in order, written as one whole register (the output has room).
+DCR_AVX512_VBMI inline void stage_words(uint16_t* out, __mmask32 mask, const uint8_t* chunk) {
+  _mm512_storeu_si512(out, _mm512_maskz_compress_epi16(mask, _mm512_loadu_si512(chunk)));
+}
+
 // Feeds the stripes the scan reads to both hashes (stripe c of each buffer is its chunk c). Both
 // buffers have one length, so one count bounds both. The hook is a local of the scan's caller, so
 // its accumulators stay in registers for the whole block instead of round-tripping through memory.
@@ -49,7 +55,12 @@ struct StripeHook {
   alignas(64) uint64_t target_acc[8];
   uint64_t stripes;
   uint64_t blocks;
-  DCR_AVX512 void operator()(uint64_t c, const uint8_t* base_chunk, const uint8_t* target_chunk) {
+  uint16_t* base_words;
+  uint16_t* target_words;
+  DCR_AVX512_VBMI void operator()(uint64_t c, const uint8_t* base_chunk, const uint8_t* target_chunk, __mmask32 mask,
+                                  uint64_t j) {
+    stage_words(base_words + j, mask, base_chunk);
+    stage_words(target_words + j, mask, target_chunk);
     if (c >= stripes) return;
     const uint64_t n = c % kStripesPerBlock;
     XXH3_accumulate_512_avx512(base_acc, base_chunk, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
@@ -72,9 +83,11 @@ __attribute__((flatten)) DCR_AVX512_VBMI uint64_t scan_hooked(const uint8_t* bas
 #endif
 
 uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
-                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash) {
+                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash, ChangedWords words) {
 #if defined(__x86_64__)
   StripeHook hook;
+  hook.base_words = words.base;
+  hook.target_words = words.target;
   std::copy(base_hash->acc_, base_hash->acc_ + 8, hook.base_acc);
   std::copy(target_hash->acc_, target_hash->acc_ + 8, hook.target_acc);
   hook.stripes = base_hash->stripes_;
@@ -82,6 +95,10 @@ uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begi
   const uint64_t changed = scan_hooked(base, target, begin, end, positions, &hook);
   std::copy(hook.base_acc, hook.base_acc + 8, base_hash->acc_);
   std::copy(hook.target_acc, hook.target_acc + 8, target_hash->acc_);
+  for (uint64_t j = changed; j-- > 0 && positions[j] >= (end & ~31ull);) {  // past the last whole chunk
+    std::memcpy(words.base + j, base + 2 * positions[j], 2);
+    std::memcpy(words.target + j, target + 2 * positions[j], 2);
+  }
   return changed;
 #else
   return 0;

@@ -7,6 +7,13 @@
 
 namespace dcr {
 
+// Where scan_and_hash copies the base and target words of the changes it finds, in their order;
+// each has room for the range's elements + 32 (whole registers are stored).
+struct ChangedWords {
+  uint16_t* base;
+  uint16_t* target;
+};
+
 // XXH3-64 (seed 0, default secret) of a buffer whose length is known up front, fed its whole
 // 64-byte stripes in order: the same value as hash64(buffer, length) (tests check every length
 // class: short inputs, block boundaries, the overlapping last stripe). Stripes past those XXH3
@@ -19,7 +26,7 @@ class StripeHash {
 
  private:
   friend uint64_t scan_and_hash(const uint8_t*, const uint8_t*, uint64_t, uint64_t, uint32_t*, StripeHash*,
-                                StripeHash*);
+                                StripeHash*, ChangedWords);
   alignas(64) uint64_t acc_[8];
   uint64_t length_ = 0;
   uint64_t stripes_ = 0;  // fed by the main loop: all but the last stripe
@@ -31,9 +38,10 @@ class StripeHash {
 bool scan_and_hash_available(unsigned width);
 
 // scan_changes_in over 2-byte elements [begin, end) of two buffers, feeding every whole stripe it
-// reads to the hashes of the buffers. Calls must cover the buffers in order from element 0, each
-// beginning at a multiple of 32 elements.
+// reads to the hashes of the buffers and copying the changed words out while they are in registers
+// (the tokeniser then reads them in order instead of gathering them). Calls must cover the buffers
+// in order from element 0, each beginning at a multiple of 32 elements.
 uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
-                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash);
+                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash, ChangedWords words);
 
 }  // namespace dcr

@@ -59,9 +59,17 @@ DCR_AVX512 inline Fields merge_fours(__m512i value, __m512i bits) {
                 _mm512_add_epi64(even_bits, _mm512_maskz_compress_epi64(0xaa, pairs.bits))};
 }
 
+// Sixteen changed words: copied out by the scan, or gathered.
+template <bool Staged>
+DCR_AVX512 inline __m512i changed_words(const uint16_t* words, const uint8_t* data, __m512i positions) {
+  if (Staged) return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words)));
+  return gather16(data, positions);
+}
+
+template <bool Staged>
 DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uint8_t* target,
-                             const uint32_t* positions, uint64_t n, uint64_t elements, uint64_t* next,
-                             TokenWriter::Cursor* gap_cursor, TokenWriter::Cursor* delta_cursor) {
+                             const uint32_t* positions, uint64_t n, ChangedWords words, uint64_t elements,
+                             uint64_t* next, TokenWriter::Cursor* gap_cursor, TokenWriter::Cursor* delta_cursor) {
   // Each gather reads 4 bytes at the element, so the box's last element stays scalar.
   uint64_t groups = n / 16;
   if (groups > 0 && positions[16 * groups - 1] + 1 >= elements) --groups;
@@ -84,7 +92,8 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     const __m512i after = _mm512_add_epi32(pos, _mm512_set1_epi32(1));
     const Tokens gap = make_tokens(_mm512_sub_epi32(pos, _mm512_alignr_epi32(after, carry, 15)));
     carry = after;
-    const __m512i a = gather16(base, pos), b = gather16(target, pos);
+    const __m512i a = changed_words<Staged>(words.base + 16 * g, base, pos);
+    const __m512i b = changed_words<Staged>(words.target + 16 * g, target, pos);
     const Tokens delta = make_tokens(sign_magnitude ? avx512::encode16<ValueMode::delta_sm>(a, b)
                                                     : avx512::encode16<ValueMode::delta_tc>(a, b));
     store_symbols(gap, &gaps);
@@ -115,11 +124,15 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
 #endif
 
 uint64_t tokenize_avx512_w2(ValueMode delta_mode, const uint8_t* base, const uint8_t* target,
-                            const uint32_t* positions, uint64_t n, uint64_t elements, uint64_t* next,
-                            TokenWriter::Cursor* gaps, TokenWriter::Cursor* deltas) {
+                            const uint32_t* positions, uint64_t n, ChangedWords words, uint64_t elements,
+                            uint64_t* next, TokenWriter::Cursor* gaps, TokenWriter::Cursor* deltas) {
 #if defined(__x86_64__)
+  const bool sign_magnitude = delta_mode == ValueMode::delta_sm;
+  if (words.base != nullptr && words.target != nullptr) {
+    return tokenize<true>(sign_magnitude, base, target, positions, n, words, elements, next, gaps, deltas);
+  }
   if (elements <= (1ull << 31)) {  // gather indices are signed 32-bit
-    return tokenize(delta_mode == ValueMode::delta_sm, base, target, positions, n, elements, next, gaps, deltas);
+    return tokenize<false>(sign_magnitude, base, target, positions, n, words, elements, next, gaps, deltas);
   }
 #endif
   return 0;
