@@ -1,10 +1,12 @@
 #include "dcr/codec/decoder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
+#include "src/codec/scan_hash.h"
 #include "src/codec/sections.h"
 
 namespace dcr {
@@ -52,12 +54,40 @@ struct BoxHashes {
   uint64_t after;
 };
 
-// scatter_swap over a region, one contiguous run of elements at a time (the whole box when its rows
-// are adjacent in memory, else each row; long runs in cache-sized blocks). Each block is hashed just
-// before and just after its scatter while it is in cache, so the box is read from memory once.
+constexpr uint64_t kBlockElements = 1 << 14;
+
+// scatter_swap over a contiguous box of at least a few stripes, on AVX-512, in cache-sized blocks:
+// each block is hashed (XXH3 with its accumulators in registers) just before and just after its
+// scatter while it is in cache, so the box is read from memory once. The last stripe XXH3 reads
+// of the box before is copied first, since an earlier block's scatter may reach into it.
+BoxHashes scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, const uint32_t* positions,
+                                        uint64_t changed, uint64_t* words) {
+  const uint64_t count = r.box.elements(), bytes = count * r.width;
+  uint8_t* data = r.row(0);
+  alignas(64) uint8_t last_before[64];
+  std::memcpy(last_before, data + bytes - 64, 64);
+  StripeHash before, after;
+  before.start(bytes);
+  after.start(bytes);
+  uint64_t j = 0;
+  for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
+    const uint64_t end = std::min(count, begin + kBlockElements);
+    const uint64_t first = j;
+    j = std::lower_bound(positions + first, positions + changed, end) - positions;
+    before.feed(data, begin * r.width, end * r.width);
+    scatter_swap(data, count, r.width, mode, positions + first, j - first, words + first);
+    after.feed(data, begin * r.width, end * r.width);
+  }
+  return BoxHashes{before.finish_long(last_before), after.finish(data)};
+}
+
+// The same over any region, one contiguous run of elements at a time (the whole box when its rows
+// are adjacent in memory, else each row; long runs in blocks), hashed through the streaming Hasher.
 BoxHashes scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t* positions, uint64_t changed,
                                 uint64_t* words, Hasher* before, Hasher* after, std::vector<uint32_t>* local) {
-  constexpr uint64_t kBlockElements = 1 << 14;
+  if (r.contiguous() && r.box.elements() * r.width >= 1024 && feed_available()) {
+    return scatter_swap_and_hash_stripes(r, mode, positions, changed, words);
+  }
   const uint64_t run = r.contiguous() ? r.box.elements() : r.box.cols;
   const uint64_t runs = r.contiguous() ? 1 : r.box.rows;
   before->reset();

@@ -20,6 +20,7 @@ namespace dcr {
 namespace {
 constexpr uint64_t kStripesPerBlock = (XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN) / XXH_SECRET_CONSUME_RATE;
 constexpr uint64_t kShortest = XXH3_MIDSIZE_MAX + 1;  // shorter inputs take XXH3's short-input paths
+static_assert(kShortest == StripeHash::kLongInput, "XXH3's short-input paths end at 240 bytes");
 }  // namespace
 
 void StripeHash::start(uint64_t length) {
@@ -32,11 +33,40 @@ void StripeHash::start(uint64_t length) {
 
 uint64_t StripeHash::finish(const uint8_t* buffer) const {
   if (length_ < kShortest) return XXH3_64bits(buffer, length_);
+  return finish_long(buffer + length_ - XXH_STRIPE_LEN);
+}
+
+uint64_t StripeHash::finish_long(const uint8_t* last_stripe) const {
   alignas(64) uint64_t acc[8];
   std::copy(acc_, acc_ + 8, acc);
-  XXH3_accumulate_512(acc, buffer + length_ - XXH_STRIPE_LEN,
+  XXH3_accumulate_512(acc, last_stripe,
                       XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN - XXH_SECRET_LASTACC_START);
   return XXH3_mergeAccs(acc, XXH3_kSecret + XXH_SECRET_MERGEACCS_START, length_ * XXH_PRIME64_1);
+}
+
+bool feed_available() { return simd_level() >= SimdLevel::avx512; }
+
+#if defined(__x86_64__)
+// XXH3's main loop over stripes [first, last) of `buffer`, with the accumulators in registers.
+DCR_AVX512 static void accumulate_stripes(uint64_t* acc_out, const uint8_t* buffer, uint64_t first, uint64_t last,
+                                          uint64_t blocks) {
+  alignas(64) uint64_t acc[8];
+  std::copy(acc_out, acc_out + 8, acc);
+  for (uint64_t s = first; s < last; ++s) {
+    const uint64_t n = s % kStripesPerBlock;
+    XXH3_accumulate_512_avx512(acc, buffer + s * XXH_STRIPE_LEN, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
+    if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < blocks) {
+      XXH3_scrambleAcc_avx512(acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
+    }
+  }
+  std::copy(acc, acc + 8, acc_out);
+}
+#endif
+
+void StripeHash::feed(const uint8_t* buffer, uint64_t begin, uint64_t end) {
+#if defined(__x86_64__)
+  accumulate_stripes(acc_, buffer, begin / XXH_STRIPE_LEN, std::min(stripes_, end / XXH_STRIPE_LEN), blocks_);
+#endif
 }
 
 bool scan_and_hash_available(unsigned width) { return width == 2 && simd_level() >= SimdLevel::avx512_vbmi; }

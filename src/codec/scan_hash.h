@@ -22,7 +22,13 @@ struct ChangedWords {
 class StripeHash {
  public:
   void start(uint64_t length);
+  // Feeds the whole stripes of buffer[begin, end), `begin` a multiple of 64 just past what was fed
+  // (AVX-512 only: see feed_available()).
+  void feed(const uint8_t* buffer, uint64_t begin, uint64_t end);
   uint64_t finish(const uint8_t* buffer) const;  // the buffer of `length` bytes that was fed
+  // The same for inputs of at least kLongInput bytes, from a copy of the buffer's last 64 bytes.
+  uint64_t finish_long(const uint8_t* last_stripe) const;
+  static constexpr uint64_t kLongInput = 241;
 
  private:
   friend uint64_t scan_and_hash(const uint8_t*, const uint8_t*, uint64_t, uint64_t, uint32_t*, StripeHash*,
@@ -32,6 +38,8 @@ class StripeHash {
   uint64_t stripes_ = 0;  // fed by the main loop: all but the last stripe
   uint64_t blocks_ = 0;   // whole blocks of stripes, each followed by a scramble
 };
+
+bool feed_available();
 
 // Whether scan_and_hash runs for elements of `width` bytes on this CPU (2-byte elements with
 // AVX512-VBMI2); elsewhere the encoder scans and hashes separately.

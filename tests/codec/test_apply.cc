@@ -113,6 +113,34 @@ TEST(Apply, EveryValueModeIsIdempotentAndExact) {
   }
 }
 
+// Apply hashes long boxes block by block (16Ki elements). XXH3's last stripe is the box's last 64
+// bytes, which reach back into the previous block when the last block is shorter: changes there
+// are scattered before the last block is hashed, and must not move the "before" hash.
+TEST(Apply, BoxesEndingJustPastABlockApplyAndRefuseExactly) {
+  for (uint64_t count : {uint64_t{16384 + 1}, uint64_t{16384 + 20}, uint64_t{32768 + 31}, uint64_t{600}}) {
+    std::vector<uint8_t> base = test::random_bytes(count * kWidth, 21);
+    std::vector<uint8_t> target = base;
+    for (uint64_t i = count - 40; i < count; i += 3) target[i * kWidth] ^= 0x5a;  // across the boundary
+    target[0] ^= 1;
+    std::vector<uint8_t> frame;
+    FrameEncoder encoder;
+    ASSERT_TRUE(encoder.encode_delta(test::flat(2, base.data(), count, kWidth),
+                                     test::flat(2, target.data(), count, kWidth), {5, 6}, &frame).is_ok());
+    std::vector<uint8_t> dst = base;
+    FrameDecoder decoder;
+    ApplyOutcome outcome;
+    ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), test::flat(2, dst.data(), count, kWidth), 5, &outcome).is_ok())
+        << count;
+    EXPECT_EQ(outcome, ApplyOutcome::applied);
+    EXPECT_EQ(dst, target) << count;
+    dst[(count - 1) * kWidth] ^= 0x80;  // neither base nor target: refused, left as it was
+    const std::vector<uint8_t> foreign = dst;
+    EXPECT_EQ(decoder.apply(frame.data(), frame.size(), test::flat(2, dst.data(), count, kWidth), 5, &outcome).code(),
+              Code::base_mismatch);
+    EXPECT_EQ(dst, foreign) << count;
+  }
+}
+
 }  // namespace
 }  // namespace dcr
 
