@@ -84,17 +84,21 @@ void RansTable::finish_cumulative() {
     running += freq_[s];
     // Granlund-Montgomery: with l = ceil(log2 f) and m = ceil(2^(31+l) / f), floor(x*m / 2^(31+l))
     // equals floor(x / f) for all x < 2^31.
-    unsigned l = 0;
-    while ((1u << l) < freq_[s]) ++l;
+    const uint32_t f = freq_[s];
+    const unsigned l = f <= 1 ? 0 : 32 - static_cast<unsigned>(__builtin_clz(f - 1));
     rcp_shift_[s] = static_cast<uint8_t>(31 + l);
-    rcp_[s] = freq_[s] == 0 ? 0 : ((1ull << (31 + l)) + freq_[s] - 1) / freq_[s];
+    rcp_[s] = f == 0 ? 0 : ((1ull << (31 + l)) + f - 1) / f;
   }
 }
 
-size_t RansTable::table_bytes() const {
-  std::vector<uint8_t> tmp;
-  write(&tmp);
-  return tmp.size();
+size_t RansTable::table_bytes() const {  // as write() lays it out
+  size_t bytes = 1, last = 0;
+  for (uint32_t f : freq_) {
+    if (f == 0) continue;
+    last = 1 + varint_bytes(f - 1);
+    bytes += last;
+  }
+  return bytes - last + 1;  // the last symbol carries no frequency
 }
 
 double RansTable::payload_bytes(const Histogram& hist) const {

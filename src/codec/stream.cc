@@ -31,15 +31,6 @@ constexpr size_t kWideRansSymbols = 8192;
 
 unsigned rans_lanes(Coder coder) { return coder == Coder::rans32 ? 32 : 4; }
 
-size_t varint_bytes(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
 void put_stream(Coder coder, size_t size, const uint8_t* code, size_t code_size,
                 std::vector<uint8_t>* out) {
   out->push_back(static_cast<uint8_t>(coder));

@@ -77,6 +77,20 @@ TEST(Rans, EveryLevelWritesTheSameCode) {
   }
 }
 
+// The size estimate the encoder chooses by counts the table bytes write() lays out.
+TEST(Rans, TableBytesIsTheWrittenSize) {
+  for (const std::vector<uint8_t>& symbols : {skewed_symbols(5000, 8), std::vector<uint8_t>(100, 9),
+                                              std::vector<uint8_t>{0, 255}, skewed_symbols(70, 2)}) {
+    Histogram hist;
+    histogram_of(symbols.data(), symbols.size(), &hist);
+    RansTable table;
+    table.build(hist);
+    std::vector<uint8_t> written;
+    table.write(&written);
+    EXPECT_EQ(table.table_bytes(), written.size()) << symbols.size() << " symbols";
+  }
+}
+
 TEST(Rans, CodesWithinOnePercentOfEmpiricalEntropy) {
   const std::vector<uint8_t> symbols = skewed_symbols(1 << 20, 3);
   Histogram hist;

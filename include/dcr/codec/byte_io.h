@@ -16,6 +16,13 @@ inline void put_le(std::vector<uint8_t>* out, uint64_t value, unsigned bytes) {
   for (unsigned i = 0; i < bytes; ++i) out->push_back(static_cast<uint8_t>(value >> (8 * i)));
 }
 
+// The bytes put_varint takes for v.
+inline size_t varint_bytes(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
 inline void put_varint(std::vector<uint8_t>* out, uint64_t value) {
   while (value >= 0x80) {
     out->push_back(static_cast<uint8_t>(value | 0x80));
