@@ -50,13 +50,17 @@ DCR_AVX512 inline Fields merge_pairs(__m512i value, __m512i bits) {
                 _mm512_add_epi64(even_bits, _mm512_srli_epi64(bits, 32))};
 }
 
-// Sixteen fields of at most 16 bits into four 64-bit ones (lanes 0-3).
-DCR_AVX512 inline Fields merge_fours(__m512i value, __m512i bits) {
-  const Fields pairs = merge_pairs(value, bits);
-  const __m512i even_bits = _mm512_maskz_compress_epi64(0x55, pairs.bits);
-  return Fields{_mm512_or_si512(_mm512_maskz_compress_epi64(0x55, pairs.value),
-                                _mm512_sllv_epi64(_mm512_maskz_compress_epi64(0xaa, pairs.value), even_bits)),
-                _mm512_add_epi64(even_bits, _mm512_maskz_compress_epi64(0xaa, pairs.bits))};
+// Eight 64-bit fields into four (lanes 0, 2, 4, 6): field 2i, then field 2i+1 above it. Right only
+// where each four's bits add up to 64 at most.
+DCR_AVX512 inline Fields merge_even_odd(const Fields& pairs) {
+  const __m512i odd_value = _mm512_bsrli_epi128(pairs.value, 8), odd_bits = _mm512_bsrli_epi128(pairs.bits, 8);
+  return Fields{_mm512_or_si512(pairs.value, _mm512_sllv_epi64(odd_value, pairs.bits)),
+                _mm512_add_epi64(pairs.bits, odd_bits)};
+}
+
+// Whether every four of merge_even_odd fits 64 bits.
+DCR_AVX512 inline bool fours_fit(const Fields& fours) {
+  return _mm512_mask_cmpgt_epu64_mask(0x55, fours.bits, _mm512_set1_epi64(64)) == 0;
 }
 
 // Sixteen changed words: copied out by the scan, or gathered.
@@ -76,14 +80,16 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
   TokenWriter::Cursor gaps = *gap_cursor, deltas = *delta_cursor;
   __m512i carry = _mm512_set1_epi32(static_cast<int>(*next));  // lane 15: the position after the last change
   __m512i gap_max = _mm512_setzero_si512(), delta_max = _mm512_setzero_si512();
-  // Extra bits leave in merged fields, fewer puts: gap fields (at most 29 bits) in pairs, delta
-  // fields (at most 13) in fours. A group's fields go through memory and are put one group later,
-  // when their stores have landed (a scalar load waiting on a wide store would stall every put).
+  // Extra bits leave in merged fields, fewer puts (each put is a serial step): delta fields (at
+  // most 13 bits) in fours, gap fields (at most 29) in fours where they fit, else in pairs. A
+  // group's fields go through memory and are put one group later, when their stores have landed
+  // (a scalar load waiting on a wide store would stall every put).
   alignas(64) uint64_t fields[2][4][8];  // [group parity][gap value, gap bits, delta value, delta bits]
-  auto put_group = [&](const uint64_t (&f)[4][8]) {
-    for (int i = 0; i < 4; ++i) {
-      gaps.bits.put(f[0][2 * i], static_cast<unsigned>(f[1][2 * i]));
-      gaps.bits.put(f[0][2 * i + 1], static_cast<unsigned>(f[1][2 * i + 1]));
+  bool gap_fours[2];
+  auto put_group = [&](const uint64_t (&f)[4][8], bool fours) {
+    for (int i = 0; i < 8; i += 2) {
+      gaps.bits.put(f[0][i], static_cast<unsigned>(f[1][i]));
+      if (!fours) gaps.bits.put(f[0][i + 1], static_cast<unsigned>(f[1][i + 1]));
       deltas.bits.put(f[2][i], static_cast<unsigned>(f[3][i]));
     }
   };
@@ -101,16 +107,20 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     gap_max = _mm512_max_epu32(gap_max, gap.symbol);
     delta_max = _mm512_max_epu32(delta_max, delta.symbol);
     const Fields gap_pairs = merge_pairs(gap.extra, gap.extra_bits);
-    const Fields delta_quads = merge_fours(delta.extra, delta.extra_bits);
+    const Fields gap_quads = merge_even_odd(gap_pairs);
+    const bool fours = fours_fit(gap_quads);
+    const Fields gap_fields = fours ? gap_quads : gap_pairs;
+    const Fields delta_quads = merge_even_odd(merge_pairs(delta.extra, delta.extra_bits));
     uint64_t (&f)[4][8] = fields[g & 1];
-    _mm512_store_si512(f[0], gap_pairs.value);
-    _mm512_store_si512(f[1], gap_pairs.bits);
+    gap_fours[g & 1] = fours;
+    _mm512_store_si512(f[0], gap_fields.value);
+    _mm512_store_si512(f[1], gap_fields.bits);
     _mm512_store_si512(f[2], delta_quads.value);
     _mm512_store_si512(f[3], delta_quads.bits);
-    if (g > 0) put_group(fields[(g - 1) & 1]);
+    if (g > 0) put_group(fields[(g - 1) & 1], gap_fours[(g - 1) & 1]);
   }
   if (groups > 0) {
-    put_group(fields[(groups - 1) & 1]);
+    put_group(fields[(groups - 1) & 1], gap_fours[(groups - 1) & 1]);
     gaps.max_symbol = std::max<uint8_t>(gaps.max_symbol, _mm512_reduce_max_epu32(gap_max));
     deltas.max_symbol = std::max<uint8_t>(deltas.max_symbol, _mm512_reduce_max_epu32(delta_max));
     *next = positions[16 * groups - 1] + 1ull;

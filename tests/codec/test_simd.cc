@@ -108,6 +108,25 @@ TEST_P(SimdTwins, DecodeAsTheScalarCodeDoes) {
   }
 }
 
+// Gaps so long that four of their extra-bit fields overflow a 64-bit put (the vector tokeniser then
+// puts them in pairs), among short ones.
+TEST(SimdTwinsSparse, VeryLongGapsWriteTheSameFrames) {
+  if (simd_level() == SimdLevel::scalar) GTEST_SKIP() << "this CPU runs only the scalar code";
+  constexpr uint64_t kCount = 3000001;
+  const std::vector<uint8_t> base = test::random_bytes(kCount * 2, 9);
+  std::vector<uint8_t> target = base;
+  for (uint64_t k = 1; k <= 4; ++k) target[2 * (k * 600007)] ^= 0x10;  // four gaps of 17 extra bits
+  for (uint64_t k = 0; k < 40; ++k) target[2 * (kCount - 1 - 7 * k)] ^= 0x01;  // and short gaps
+  const Region b = test::flat(0, base.data(), kCount, 2), t = test::flat(0, target.data(), kCount, 2);
+  const std::vector<uint8_t> reference = encode_at(SimdLevel::scalar, b, t, true);
+  EXPECT_EQ(encode_at(simd_level(), b, t, true), reference);
+  std::vector<uint8_t> dst = base;
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  ASSERT_TRUE(decoder.apply(reference.data(), reference.size(), test::flat(0, dst.data(), kCount, 2), 3, &outcome).is_ok());
+  EXPECT_TRUE(dst == target);
+}
+
 // The scan that hashes what it reads (scan_hash.h) gives XXH3 itself for every length class:
 // short inputs (up to 240 bytes), one byte past, whole and partial 1 KiB blocks and 64-byte
 // stripes, and boxes spanning several encoder blocks.
