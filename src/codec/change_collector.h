@@ -15,6 +15,7 @@
 #include "dcr/codec/rans.h"
 #include "dcr/codec/tokens.h"
 #include "dcr/codec/value_mode.h"
+#include "src/codec/buffer.h"
 #include "src/codec/scan_hash.h"
 #include "src/codec/sections.h"
 
@@ -25,23 +26,6 @@ struct ValueCosts {
   double xor_tokens = 0;
   double overwrite_planes = 0;
   double xor_planes = 0;
-};
-
-// A growable byte buffer that is never zero-filled: its writers overwrite what they use.
-class ByteBuffer {
- public:
-  uint8_t* reserve(size_t bytes) {
-    if (bytes > size_) {
-      data_.reset(new uint8_t[bytes]);
-      size_ = bytes;
-    }
-    return data_.get();
-  }
-  const uint8_t* data() const { return data_.get(); }
-
- private:
-  std::unique_ptr<uint8_t[]> data_;
-  size_t size_ = 0;
 };
 
 // Appends tokens of successive values to a token-pair section. Hot loops take a Cursor (plain
@@ -70,8 +54,8 @@ class TokenWriter {
 
  private:
   Section* section_ = nullptr;
-  ByteBuffer symbols_;  // grows, never shrinks
-  ByteBuffer bits_;
+  Buffer<uint8_t> symbols_;
+  Buffer<uint8_t> bits_;
   Cursor cursor_{nullptr, 0, BitPacker(), 0};
 };
 

@@ -5,6 +5,7 @@
 
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
+#include "src/codec/buffer.h"
 #include "src/codec/sections.h"
 #include "src/codec/change_collector.h"
 #include "src/codec/scan_hash.h"
@@ -17,10 +18,10 @@ struct FrameEncoder::Scratch {
   Hasher target_hash;
   StripeHash base_stripes;  // the same hashes, fed by the scan where it can (scan_hash.h)
   StripeHash target_stripes;
-  std::vector<uint32_t> positions;
-  std::vector<uint16_t> base_words;  // the changes' words, copied out by the fused scan
-  std::vector<uint16_t> target_words;
-  std::vector<uint64_t> words;
+  Buffer<uint32_t> positions;
+  Buffer<uint16_t> base_words;  // the changes' words, copied out by the fused scan
+  Buffer<uint16_t> target_words;
+  Buffer<uint64_t> words;
   ChangeCollector collector;
   std::vector<uint8_t> base_copy;  // dense copies of strided boxes
   std::vector<uint8_t> target_copy;
@@ -81,7 +82,7 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
   const uint64_t count = base_in.box.elements();
   const Region base = dense_region(base_in.box, width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, width, dense_bytes(target_in, &s.target_copy));
-  s.positions.resize(std::max<size_t>(s.positions.size(), count + kScanSlack));
+  s.positions.reserve(count + kScanSlack);
   s.collector.start(width, delta_mode(), count, count);
   Hashes hashes;
   const uint64_t changed = scan_and_hash_available(width) ? collect_fused(base, target, &hashes)
@@ -95,9 +96,7 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
 uint64_t FrameEncoder::collect_fused(const Region& base, const Region& target, Hashes* hashes) {
   Scratch& s = *scratch_;
   const uint64_t count = base.box.elements();
-  s.base_words.resize(std::max<size_t>(s.base_words.size(), count + 32));
-  s.target_words.resize(std::max<size_t>(s.target_words.size(), count + 32));
-  const ChangedWords words{s.base_words.data(), s.target_words.data()};
+  const ChangedWords words{s.base_words.reserve(count + 32), s.target_words.reserve(count + 32)};
   s.base_stripes.start(count * 2);
   s.target_stripes.start(count * 2);
   const uint64_t changed =
@@ -236,7 +235,7 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   header.pos_coding = choose_positions(count, positions, changed);
   DCR_REQUIRE(header.pos_coding != PosCoding::all || changed == count, Code::invalid_argument,
               "position coding 'all' needs every element changed");
-  if (s.words.size() < changed) s.words.resize(changed);
+  s.words.reserve(changed);
   const ValueChoice values = choose_values(base, target, positions, changed);
   header.value_mode = values.mode;
   header.value_packing = values.packing;
