@@ -16,11 +16,6 @@ double token_pair_cost(const Histogram& hist, uint64_t count, uint64_t extra_bit
   return StreamCodec::estimate(hist, count) + (extra_bits + 7) / 8 + 3;
 }
 
-Histogram scaled(const Histogram& hist, double factor) {
-  Histogram out;
-  for (int s = 0; s < 256; ++s) out[s] = static_cast<uint64_t>(hist[s] * factor + 0.5);
-  return out;
-}
 }  // namespace
 
 void TokenWriter::start(Section* section, uint64_t capacity, unsigned max_extra_bits) {
@@ -54,7 +49,7 @@ void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t eleme
   sampled_ = 0;
   xor_hist_.fill(0);
   xor_extra_bits_ = 0;
-  for (unsigned p = 0; p < 8; ++p) {
+  for (unsigned p = 0; p < width; ++p) {  // the planes past the width stay unused
     new_planes_[p].fill(0);
     xor_planes_[p].fill(0);
   }
@@ -132,12 +127,12 @@ ValueCosts ChangeCollector::costs() const {
   const double factor = sampled_ == 0 ? 0.0 : static_cast<double>(changed_) / sampled_;
   auto planes_cost = [&](const Histogram* planes) {
     double total = 0;
-    for (unsigned b = 0; b < width_; ++b) total += StreamCodec::estimate(scaled(planes[b], factor), changed_);
+    for (unsigned b = 0; b < width_; ++b) total += StreamCodec::estimate(planes[b], changed_);
     return total;
   };
   ValueCosts c;
   c.delta_tokens = delta_writer_.cost();
-  c.xor_tokens = token_pair_cost(scaled(xor_hist_, factor), changed_, static_cast<uint64_t>(xor_extra_bits_ * factor));
+  c.xor_tokens = token_pair_cost(xor_hist_, changed_, static_cast<uint64_t>(xor_extra_bits_ * factor));
   c.overwrite_planes = planes_cost(new_planes_);
   c.xor_planes = planes_cost(xor_planes_);
   return c;

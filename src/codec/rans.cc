@@ -91,24 +91,6 @@ void RansTable::finish_cumulative() {
   }
 }
 
-size_t RansTable::table_bytes() const {  // as write() lays it out
-  size_t bytes = 1, last = 0;
-  for (uint32_t f : freq_) {
-    if (f == 0) continue;
-    last = 1 + varint_bytes(f - 1);
-    bytes += last;
-  }
-  return bytes - last + 1;  // the last symbol carries no frequency
-}
-
-double RansTable::payload_bytes(const Histogram& hist) const {
-  double bits = 0;
-  for (int s = 0; s < 256; ++s) {
-    if (hist[s] != 0) bits += static_cast<double>(hist[s]) * (kRansProbBits - std::log2(freq_[s]));
-  }
-  return bits / 8 + 16;  // + four flushed states
-}
-
 // Layout: symbol count - 1 (one byte), then per present symbol in increasing order: the symbol
 // byte and, for all but the last, its frequency - 1 as a varint; the last takes the remainder.
 void RansTable::write(std::vector<uint8_t>* out) const {

@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace dcr {
@@ -40,15 +41,25 @@ void put_stream(Coder coder, size_t size, const uint8_t* code, size_t code_size,
 }
 }  // namespace
 
+// `size` symbols at the Shannon cost of the counts' distribution, the table (a symbol byte and a
+// frequency of one or two bytes per present symbol) and the flushed states: close to what rANS
+// writes, without building its table (encoders estimate several choices per frame, and frames can
+// be small).
 double StreamCodec::estimate(const Histogram& hist, size_t size) {
   const double header = 1 + varint_bytes(size) + varint_bytes(size);
-  if (size == 0) return header;
-  RansTable table;
-  table.build(hist);
-  // payload_bytes counts the four states of Coder::rans; long streams carry more.
-  const unsigned extra_states = size >= kWideRansSymbols ? rans_lanes(Coder::rans32) - rans_lanes(Coder::rans) : 0;
-  return header + std::min<double>(static_cast<double>(size),
-                                   table.table_bytes() + table.payload_bytes(hist) + 4.0 * extra_states);
+  double total = 0;
+  for (uint64_t c : hist) total += static_cast<double>(c);
+  if (size == 0 || total == 0) return header;
+  double bits = 0, table = 1;
+  const double log_total = std::log2(total), two_byte_count = 128.0 * total / kRansProbScale;
+  for (uint64_t c : hist) {
+    if (c == 0) continue;
+    bits += static_cast<double>(c) * (log_total - std::log2(static_cast<double>(c)));
+    table += c >= two_byte_count ? 3 : 2;
+  }
+  const double payload = bits / total * static_cast<double>(size) / 8;
+  const double states = 4.0 * rans_lanes(size >= kWideRansSymbols ? Coder::rans32 : Coder::rans);
+  return header + std::min<double>(static_cast<double>(size), table + payload + states);
 }
 
 Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& options,

@@ -77,17 +77,20 @@ TEST(Rans, EveryLevelWritesTheSameCode) {
   }
 }
 
-// The size estimate the encoder chooses by counts the table bytes write() lays out.
-TEST(Rans, TableBytesIsTheWrittenSize) {
-  for (const std::vector<uint8_t>& symbols : {skewed_symbols(5000, 8), std::vector<uint8_t>(100, 9),
-                                              std::vector<uint8_t>{0, 255}, skewed_symbols(70, 2)}) {
-    Histogram hist;
-    histogram_of(symbols.data(), symbols.size(), &hist);
-    RansTable table;
-    table.build(hist);
-    std::vector<uint8_t> written;
-    table.write(&written);
-    EXPECT_EQ(table.table_bytes(), written.size()) << symbols.size() << " symbols";
+// The estimate the encoder chooses codings by stays close to the size StreamCodec writes (within
+// 3%, and a few bytes of state flush on short streams).
+TEST(Rans, EstimateIsCloseToTheWrittenSize) {
+  for (size_t count : {size_t{300}, size_t{5000}, size_t{100000}}) {
+    for (uint64_t seed : {1u, 2u}) {
+      const std::vector<uint8_t> symbols = skewed_symbols(count, seed);
+      Histogram hist;
+      histogram_of(symbols.data(), symbols.size(), &hist);
+      StreamCodec codec;
+      std::vector<uint8_t> written;
+      codec.write(symbols.data(), symbols.size(), StreamOptions{}, &written);
+      EXPECT_NEAR(StreamCodec::estimate(hist, count), static_cast<double>(written.size()), 0.03 * written.size() + 8)
+          << count << " symbols";
+    }
   }
 }
 

@@ -41,9 +41,6 @@ class RansTable {
  public:
   // Builds the table from counts; `hist` must have at least one non-zero entry.
   void build(const Histogram& hist);
-  // Serialised size of the table in bytes, and the estimated payload size for `hist` in bytes.
-  size_t table_bytes() const;
-  double payload_bytes(const Histogram& hist) const;
 
   void write(std::vector<uint8_t>* out) const;
   Status read(ByteReader* reader);

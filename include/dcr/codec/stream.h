@@ -40,7 +40,8 @@ class StreamCodec {
   static constexpr int kStreamSlots = 8;
   Status read(ByteReader* reader, size_t max_size, int slot, const uint8_t** data, size_t* size);
 
-  // Estimated stream size (header included) if coded with the better of raw and rANS.
+  // Estimated size (header included) of a stream of `size` symbols distributed as `hist` (counts
+  // of any total, e.g. from a sample), coded with the better of raw and rANS.
   static double estimate(const Histogram& hist, size_t size);
 
  private:
