@@ -241,9 +241,13 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
               "rANS stream shorter than its " + std::to_string(lanes) + " states");
   slots->resize(kRansProbScale);
   RansSlot* lookup = slots->data();
-  for (int s = 0; s < 256; ++s) {
-    const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
-    for (uint32_t k = 0; k < f; ++k) lookup[c + k] = ((f - 1) << 20) | (k << 8) | static_cast<uint32_t>(s);
+  if (simd_level() >= SimdLevel::avx512) {
+    rans_fill_slots_avx512(table, lookup);
+  } else {
+    for (int s = 0; s < 256; ++s) {
+      const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
+      for (uint32_t k = 0; k < f; ++k) lookup[c + k] = rans_slot(f, k, static_cast<uint8_t>(s));
+    }
   }
   uint32_t x[32];
   for (unsigned k = 0; k < lanes; ++k) {

@@ -108,6 +108,20 @@ DCR_AVX512 void rans_encode_groups_avx512(const uint8_t* symbols, size_t groups,
   _mm512_storeu_si512(states + 16, high);
 }
 
+DCR_AVX512 void rans_fill_slots_avx512(const RansTable& table, RansSlot* lookup) {
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (int s = 0; s < 256; ++s) {
+    const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
+    if (f == 0) continue;
+    const __m512i first = _mm512_set1_epi32(static_cast<int>(rans_slot(f, 0, static_cast<uint8_t>(s))));
+    for (uint32_t k = 0; k < f; k += 16) {
+      const __mmask16 live = static_cast<__mmask16>(f - k >= 16 ? 0xffff : (1u << (f - k)) - 1);
+      const __m512i slot = _mm512_add_epi32(first, _mm512_slli_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(k)), 8));
+      _mm512_mask_storeu_epi32(lookup + c + k, live, slot);
+    }
+  }
+}
+
 namespace {
 
 // Decodes sixteen symbols with the states in `x`, then refills the lanes that fell below kRansLow
@@ -149,6 +163,7 @@ DCR_AVX512 size_t rans_decode_groups_avx512(const uint8_t* code, size_t code_byt
 
 #else
 
+void rans_fill_slots_avx512(const RansTable&, RansSlot*) {}
 void rans_encode_groups_avx512(const uint8_t*, size_t, const RansTable&, uint32_t*, uint8_t*&) {}
 size_t rans_decode_groups_avx512(const uint8_t*, size_t, const RansSlot*, size_t, uint32_t*, size_t&, uint8_t*) {
   return 0;
