@@ -74,14 +74,15 @@ void RansTable::build(const Histogram& hist) {
       if (cut == 0) break;  // unreachable: 256 symbols at 1 each sum to less than 2^12
     }
   }
-  finish_cumulative();
+  finish_cumulative(true);
 }
 
-void RansTable::finish_cumulative() {
+void RansTable::finish_cumulative(bool reciprocals) {
   uint32_t running = 0;
   for (int s = 0; s < 256; ++s) {
     cum_[s] = running;
     running += freq_[s];
+    if (!reciprocals) continue;
     // Granlund-Montgomery: with l = ceil(log2 f) and m = ceil(2^(31+l) / f), floor(x*m / 2^(31+l))
     // equals floor(x / f) for all x < 2^31.
     const uint32_t f = freq_[s];
@@ -130,7 +131,7 @@ Status RansTable::read(ByteReader* reader) {
     freq_[symbol] = static_cast<uint32_t>(f);
     sum += f;
   }
-  finish_cumulative();
+  finish_cumulative(false);
   return Status::ok();
 }
 

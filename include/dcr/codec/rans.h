@@ -43,7 +43,7 @@ class RansTable {
   void build(const Histogram& hist);
 
   void write(std::vector<uint8_t>* out) const;
-  Status read(ByteReader* reader);
+  Status read(ByteReader* reader);  // for decoding: leaves the encoder's reciprocals unset
 
   uint32_t freq(uint8_t s) const { return freq_[s]; }
   uint32_t cum(uint8_t s) const { return cum_[s]; }
@@ -52,7 +52,7 @@ class RansTable {
   unsigned reciprocal_shift(uint8_t s) const { return rcp_shift_[s]; }
 
  private:
-  void finish_cumulative();
+  void finish_cumulative(bool reciprocals);
   std::array<uint32_t, 256> freq_{};
   std::array<uint32_t, 256> cum_{};
   std::array<uint64_t, 256> rcp_{};
