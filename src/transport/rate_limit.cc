@@ -42,8 +42,18 @@ Status RateLimitedTransport::send(int peer, uint32_t channel, SharedBytes messag
   DCR_TRY(check_send(peer, channel, message));
   Bucket& b = buckets_[peer];
   if (!b.limited) return inner_->send(peer, channel, std::move(message));
+  if (b.held.empty()) refill(&b, true);
   b.held.push_back(Held{channel, std::move(message)});
   return post_due(peer);
+}
+
+// The tokens the link has earned since the last refill: while messages wait it is busy carrying
+// them; an idle link banks at most a burst.
+void RateLimitedTransport::refill(Bucket* b, bool idle) const {
+  const Clock::time_point now = Clock::now();
+  b->tokens += std::chrono::duration<double>(now - b->refilled).count() * limit_.bytes_per_s;
+  if (idle) b->tokens = std::min(b->tokens, static_cast<double>(limit_.burst_bytes));
+  b->refilled = now;
 }
 
 size_t RateLimitedTransport::sends_in_flight() const {
@@ -71,18 +81,15 @@ Status RateLimitedTransport::try_receive(int from, uint32_t channel, Message* ou
   return inner_->try_receive(from, channel, out, received);
 }
 
-// Refills `peer`'s bucket and posts its held messages while the tokens cover them.
+// Refills `peer`'s bucket and posts each held message once the tokens cover all of it: a message
+// reaches the inner transport when the emulated link has carried its last byte.
 Status RateLimitedTransport::post_due(int peer) {
   Bucket& b = buckets_[peer];
   if (b.held.empty()) return Status::ok();
-  const Clock::time_point now = Clock::now();
-  const double burst = static_cast<double>(limit_.burst_bytes);
-  const double elapsed = std::chrono::duration<double>(now - b.refilled).count();
-  b.tokens = std::min(burst, b.tokens + elapsed * limit_.bytes_per_s);
-  b.refilled = now;
+  refill(&b, false);
   while (!b.held.empty()) {
     const double bytes = static_cast<double>(b.held.front().message->size());
-    if (b.tokens < std::min(bytes, burst)) break;
+    if (b.tokens < bytes) break;
     b.tokens -= bytes;
     Held next = std::move(b.held.front());
     b.held.pop_front();

@@ -4,6 +4,7 @@
 
 #include "support/thread_barrier.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -63,12 +64,12 @@ TEST(RateLimit, RejectsImpossibleLimits) {
 
 TEST(RateLimit, UnlimitedPeersPassStraightThrough) {
   auto group = make_loopback_group(3);
-  // 1 byte/s to rank 1, no burst: the first message leaves the bucket 1000 bytes in debt.
+  // 1 byte/s to rank 1, no burst: both messages wait for the link to carry them.
   RateLimitedTransport limited(group[0].get(), RateLimit{1.0, 0, {1}});
   ASSERT_TRUE(limited.send(1, 4, test::pattern_message(1000, 3)).is_ok());
   ASSERT_TRUE(limited.send(1, 4, test::pattern_message(1000, 4)).is_ok());
   ASSERT_TRUE(limited.send(2, 4, test::pattern_message(1000, 2)).is_ok());
-  EXPECT_EQ(limited.sends_in_flight(), 1u);
+  EXPECT_EQ(limited.sends_in_flight(), 2u);
   EXPECT_EQ(limited.peers_with_sends_in_flight(), std::vector<int>{1});
   Message m;
   ASSERT_TRUE(group[2]->receive(0, 4, &m, 1.0).is_ok());
@@ -76,6 +77,28 @@ TEST(RateLimit, UnlimitedPeersPassStraightThrough) {
   const Status s = limited.wait_sends(0.1);
   EXPECT_EQ(s.code(), Code::unavailable);
   EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
+}
+
+// A message arrives no sooner than the emulated link could carry it: after the burst, every byte
+// of it and of those ahead of it takes its 1/rate (a lower bound on elapsed time only).
+TEST(RateLimit, MessagesArriveOnlyOnceTheLinkHasCarriedThem) {
+  auto group = make_loopback_group(2);
+  constexpr double kRate = 4e6;
+  constexpr size_t kBurst = 64 << 10, kMessage = 300 << 10;
+  RateLimitedTransport limited(group[0].get(), RateLimit{kRate, kBurst, {1}});
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(limited.send(1, 7, test::pattern_message(kMessage, i)).is_ok());
+  for (int i = 0; i < 3; ++i) {
+    Message m;
+    bool received = false;
+    while (!received) {
+      ASSERT_TRUE(limited.progress().is_ok());
+      ASSERT_TRUE(group[1]->try_receive(0, 7, &m, &received).is_ok());
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GE(elapsed, ((i + 1) * kMessage - kBurst) / kRate) << "message " << i;
+    EXPECT_EQ(m.bytes, test::pattern(kMessage, i));
+  }
 }
 
 TEST(Factory, UnknownNameAndMissingMpiAreClearErrors) {

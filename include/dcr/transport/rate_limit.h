@@ -1,7 +1,7 @@
 // Link emulation: a Transport that holds back sends to chosen peers so that each such link carries
-// at most `bytes_per_s` (a token bucket per peer, `burst_bytes` deep, full at start). Sends wait in
-// a per-peer queue, in order, and are posted to the inner transport when the bucket allows.
-// A message larger than the bucket is posted once the bucket is full and leaves it in debt.
+// at most `bytes_per_s`. Sends wait in a per-peer queue, in order; each is posted to the inner
+// transport when the emulated link would have carried its last byte (a token bucket per peer that
+// fills at `bytes_per_s`, full at start; an idle link banks at most `burst_bytes`).
 #pragma once
 
 #include <chrono>
@@ -16,7 +16,7 @@ namespace dcr {
 
 struct RateLimit {
   double bytes_per_s = 0;           // must be > 0
-  size_t burst_bytes = 1u << 20;
+  size_t burst_bytes = 0;           // what an idle link may bank; 0: each message takes size / rate
   std::vector<int> peers;           // limited peers; empty: every peer
 };
 
@@ -49,6 +49,7 @@ class RateLimitedTransport : public Transport {
     std::deque<Held> held;
   };
 
+  void refill(Bucket* b, bool idle) const;
   Status post_due(int peer);
   Status post_all_due();
 
