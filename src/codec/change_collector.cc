@@ -15,7 +15,6 @@ namespace {
 double token_pair_cost(const Histogram& hist, uint64_t count, uint64_t extra_bits) {
   return StreamCodec::estimate(hist, count) + (extra_bits + 7) / 8 + 3;
 }
-
 }  // namespace
 
 void TokenWriter::start(Section* section, uint64_t capacity, unsigned max_extra_bits) {

@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 #include "dcr/codec/bit_io.h"
 #include "dcr/codec/rans.h"

@@ -1,7 +1,6 @@
 #include "dcr/codec/rans.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "dcr/codec/simd.h"

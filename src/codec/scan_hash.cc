@@ -47,18 +47,21 @@ uint64_t StripeHash::finish_long(const uint8_t* last_stripe) const {
 bool feed_available() { return simd_level() >= SimdLevel::avx512; }
 
 #if defined(__x86_64__)
-// XXH3's main loop over stripes [first, last) of `buffer`, with the accumulators in registers.
+// One step of XXH3's main loop: stripe s, then the scramble that closes each whole block.
+DCR_AVX512 inline void accumulate_stripe(uint64_t* acc, const uint8_t* stripe, uint64_t s, uint64_t blocks) {
+  const uint64_t n = s % kStripesPerBlock;
+  XXH3_accumulate_512_avx512(acc, stripe, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
+  if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < blocks) {
+    XXH3_scrambleAcc_avx512(acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
+  }
+}
+
+// The main loop over stripes [first, last) of `buffer`, with the accumulators in registers.
 DCR_AVX512 static void accumulate_stripes(uint64_t* acc_out, const uint8_t* buffer, uint64_t first, uint64_t last,
                                           uint64_t blocks) {
   alignas(64) uint64_t acc[8];
   std::copy(acc_out, acc_out + 8, acc);
-  for (uint64_t s = first; s < last; ++s) {
-    const uint64_t n = s % kStripesPerBlock;
-    XXH3_accumulate_512_avx512(acc, buffer + s * XXH_STRIPE_LEN, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
-    if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < blocks) {
-      XXH3_scrambleAcc_avx512(acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
-    }
-  }
+  for (uint64_t s = first; s < last; ++s) accumulate_stripe(acc, buffer + s * XXH_STRIPE_LEN, s, blocks);
   std::copy(acc, acc + 8, acc_out);
 }
 #endif
@@ -92,19 +95,15 @@ struct StripeHook {
     stage_words(base_words + j, mask, base_chunk);
     stage_words(target_words + j, mask, target_chunk);
     if (c >= stripes) return;
-    const uint64_t n = c % kStripesPerBlock;
-    XXH3_accumulate_512_avx512(base_acc, base_chunk, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
-    XXH3_accumulate_512_avx512(target_acc, target_chunk, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
-    if (n == kStripesPerBlock - 1 && c / kStripesPerBlock < blocks) {
-      XXH3_scrambleAcc_avx512(base_acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
-      XXH3_scrambleAcc_avx512(target_acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
-    }
+    accumulate_stripe(base_acc, base_chunk, c, blocks);
+    accumulate_stripe(target_acc, target_chunk, c, blocks);
   }
 };
 
 // The loop works on a local copy of the hook, which the compiler keeps in registers.
-__attribute__((flatten)) DCR_AVX512_VBMI uint64_t scan_hooked(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
-                                     uint32_t* positions, StripeHook* hook) {
+__attribute__((flatten)) DCR_AVX512_VBMI uint64_t scan_hooked(const uint8_t* base, const uint8_t* target,
+                                                              uint64_t begin, uint64_t end, uint32_t* positions,
+                                                              StripeHook* hook) {
   StripeHook local = *hook;
   const uint64_t changed = scan_w2_vbmi2(base, target, begin, end, positions, local);
   *hook = local;

@@ -39,6 +39,7 @@ class StripeHash {
   uint64_t blocks_ = 0;   // whole blocks of stripes, each followed by a scramble
 };
 
+// Whether StripeHash::feed runs on this CPU (AVX-512).
 bool feed_available();
 
 // Whether scan_and_hash runs for elements of `width` bytes on this CPU (2-byte elements with
