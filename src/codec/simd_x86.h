@@ -17,4 +17,18 @@
 #define DCR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,popcnt")))
 #define DCR_AVX512_VBMI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,avx512vbmi2,popcnt")))
+
+namespace dcr::avx512 {
+
+// Sixteen 32-bit loads at base + Scale * index, as two 8-lane gathers: faster than one 16-lane
+// gather on the Zen 4 this was measured on.
+template <int Scale>
+DCR_AVX512 inline __m512i gather32(const void* base, __m512i index) {
+  const int* p = static_cast<const int*>(base);
+  const __m256i low = _mm256_i32gather_epi32(p, _mm512_castsi512_si256(index), Scale);
+  const __m256i high = _mm256_i32gather_epi32(p, _mm512_extracti64x4_epi64(index, 1), Scale);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+}
+
+}  // namespace dcr::avx512
 #endif
