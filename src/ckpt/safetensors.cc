@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dcr/ckpt/checkpoint.h"
+#include "dcr/codec/byte_io.h"
 #include "src/ckpt/durable_file.h"
 #include "src/ckpt/tensor_size.h"
 
@@ -195,8 +196,7 @@ Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bit
   DCR_REQUIRE(in.is_open(), Code::io_error, std::string("cannot open: ") + std::strerror(errno));
   uint8_t length[8];
   DCR_TRY(read_bytes(in, length, 8, "the header length"));
-  uint64_t header_bytes = 0;
-  for (int i = 7; i >= 0; --i) header_bytes = header_bytes << 8 | length[i];
+  const uint64_t header_bytes = get_le(length, 8);
   DCR_REQUIRE(header_bytes <= size - 8, Code::corrupt,
               "header length " + std::to_string(header_bytes) + " is larger than the " + std::to_string(size - 8) +
                   " bytes that follow it");
@@ -243,9 +243,9 @@ Status header_text(const Manifest& manifest, const SafetensorsMetadata& metadata
 Status write_file(const std::string& tmp, const std::string& header, const CanonicalBits& bits) {
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   DCR_REQUIRE(out.is_open(), Code::io_error, "cannot create '" + tmp + "': " + std::strerror(errno));
-  char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>(uint64_t(header.size()) >> (8 * i));
-  out.write(length, 8);
+  uint8_t length[8];
+  store_le(length, header.size(), 8);
+  out.write(reinterpret_cast<const char*>(length), 8);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   for (const std::vector<uint8_t>& b : bits) out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   out.close();

@@ -227,9 +227,7 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, u
     encode_lanes<4>(symbols, count, table, x, ptr);
   }
   uint8_t states[128];  // x0 first, each little-endian, ahead of the code
-  for (unsigned k = 0; k < lanes; ++k) {
-    for (int b = 0; b < 4; ++b) states[4 * k + b] = static_cast<uint8_t>(x[k] >> (8 * b));
-  }
+  for (unsigned k = 0; k < lanes; ++k) store_le(states + 4 * k, x[k], 4);
   out->insert(out->end(), states, states + state_bytes);
   out->insert(out->end(), ptr, end - state_bytes);
 }

@@ -12,8 +12,15 @@
 
 namespace dcr {
 
+// The low `bytes` bytes of value at p, least significant first.
+inline void store_le(uint8_t* p, uint64_t value, unsigned bytes) {
+  for (unsigned i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(value >> (8 * i));
+}
+
 inline void put_le(std::vector<uint8_t>* out, uint64_t value, unsigned bytes) {
-  for (unsigned i = 0; i < bytes; ++i) out->push_back(static_cast<uint8_t>(value >> (8 * i)));
+  const size_t at = out->size();
+  out->resize(at + bytes);
+  store_le(out->data() + at, value, bytes);
 }
 
 // The bytes put_varint takes for v.

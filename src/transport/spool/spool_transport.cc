@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "dcr/codec/byte_io.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/log.h"
 #include "src/spool/files.h"
@@ -47,26 +48,16 @@ struct FileHeader {
   uint64_t hash = 0;
 };
 
-void put(uint8_t* at, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
-}
-
-uint64_t get(const uint8_t* at, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value |= static_cast<uint64_t>(at[i]) << (8 * i);
-  return value;
-}
-
 std::array<uint8_t, kHeaderBytes> encode_header(const FileHeader& h) {
   std::array<uint8_t, kHeaderBytes> out{};
-  put(&out[0], kMagic, 4);
-  put(&out[4], kFormat, 2);
-  put(&out[6], kHeaderBytes, 2);
-  put(&out[8], h.sender, 4);
-  put(&out[12], h.channel, 4);
-  put(&out[16], h.seq, 8);
-  put(&out[24], h.length, 8);
-  put(&out[32], h.hash, 8);
+  store_le(&out[0], kMagic, 4);
+  store_le(&out[4], kFormat, 2);
+  store_le(&out[6], kHeaderBytes, 2);
+  store_le(&out[8], h.sender, 4);
+  store_le(&out[12], h.channel, 4);
+  store_le(&out[16], h.seq, 8);
+  store_le(&out[24], h.length, 8);
+  store_le(&out[32], h.hash, 8);
   return out;
 }
 
@@ -79,16 +70,16 @@ Status check_file(const std::vector<uint8_t>& file, const std::string& path, con
   if (file.size() < kHeaderBytes)
     return corrupt(path, "truncated to " + std::to_string(file.size()) + " bytes, shorter than its header");
   const uint8_t* h = file.data();
-  if (get(h, 4) != kMagic) return corrupt(path, "bad magic");
-  if (get(h + 4, 2) != kFormat || get(h + 6, 2) != kHeaderBytes)
-    return corrupt(path, "unknown format " + std::to_string(get(h + 4, 2)));
-  if (get(h + 8, 4) != expected.sender || get(h + 12, 4) != expected.channel || get(h + 16, 8) != expected.seq)
+  if (get_le(h, 4) != kMagic) return corrupt(path, "bad magic");
+  if (get_le(h + 4, 2) != kFormat || get_le(h + 6, 2) != kHeaderBytes)
+    return corrupt(path, "unknown format " + std::to_string(get_le(h + 4, 2)));
+  if (get_le(h + 8, 4) != expected.sender || get_le(h + 12, 4) != expected.channel || get_le(h + 16, 8) != expected.seq)
     return corrupt(path, "its header names another sender, channel or sequence number");
-  const uint64_t length = get(h + 24, 8);
+  const uint64_t length = get_le(h + 24, 8);
   if (file.size() - kHeaderBytes != length)
     return corrupt(path, "payload of " + std::to_string(file.size() - kHeaderBytes) + " bytes, header says " +
                              std::to_string(length) + " (truncated or overwritten)");
-  if (hash64(file.data() + kHeaderBytes, length) != get(h + 32, 8)) return corrupt(path, "payload hash mismatch");
+  if (hash64(file.data() + kHeaderBytes, length) != get_le(h + 32, 8)) return corrupt(path, "payload hash mismatch");
   return Status::ok();
 }
 
