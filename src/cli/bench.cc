@@ -2,14 +2,13 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
-#include <fstream>
-#include <stdexcept>
 #include <iostream>
 #include <string>
 
 #include "dcr/bench/codec_bench.h"
 #include "dcr/core/number_list.h"
 #include "src/cli/commands.h"
+#include "src/core/program_options.h"
 
 namespace po = boost::program_options;
 
@@ -39,18 +38,10 @@ int run_codec(int argc, char** argv) {
       ("exhaustive", po::bool_switch(&o.exhaustive), "write every coding candidate and keep the smallest (slower)")
       ("json", po::value(&json), "also write the records as JSON to this file");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("config")) {
-      std::ifstream file(vm["config"].as<std::string>());
-      if (!file) throw std::runtime_error("cannot open config file '" + vm["config"].as<std::string>() + "'");
-      po::store(po::parse_config_file(file, desc), vm);
-    }
-    po::notify(vm);
-    const Status parsed = parse_number_list(rates, "--rates", 100, &o.rates);
-    if (!parsed.is_ok()) throw std::invalid_argument(parsed.message());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dcr bench codec: %s\n\n", e.what());
+  Status parsed = parse_program_options(argc, argv, desc, &vm);
+  if (parsed.is_ok()) parsed = parse_number_list(rates, "--rates", 100, &o.rates);
+  if (!parsed.is_ok()) {
+    std::fprintf(stderr, "dcr bench codec: %s\n\n", parsed.message().c_str());
     std::cerr << desc << "\n";
     return 2;
   }

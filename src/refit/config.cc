@@ -1,10 +1,10 @@
 #include "dcr/refit/config.h"
 
 #include "dcr/core/number_list.h"
+#include "src/core/program_options.h"
 
 #include <boost/program_options.hpp>
 
-#include <fstream>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -88,18 +88,7 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("fail-at", po::value(&c->fail_at),
        "test only: ROLE:INDEX:PHASE:VERSION kills that rank (kill -9) in phase encode|stream|apply|commit");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("config")) {
-      const std::string path = vm["config"].as<std::string>();
-      std::ifstream file(path);
-      DCR_REQUIRE(file.good(), Code::not_found, "cannot open config file '" + path + "'");
-      po::store(po::parse_config_file(file, desc), vm);
-    }
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return Status(Code::invalid_argument, e.what());
-  }
+  DCR_TRY(parse_program_options(argc, argv, desc, &vm));
   if (vm.count("help")) {
     std::cout << desc << "\n";
     *exit_now = true;

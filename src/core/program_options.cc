@@ -1,0 +1,26 @@
+#include "src/core/program_options.h"
+
+#include <fstream>
+#include <string>
+
+namespace dcr {
+
+namespace po = boost::program_options;
+
+Status parse_program_options(int argc, char** argv, const po::options_description& desc, po::variables_map* vm) {
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), *vm);
+    if (vm->count("config")) {
+      const std::string path = (*vm)["config"].as<std::string>();
+      std::ifstream file(path);
+      DCR_REQUIRE(file.good(), Code::not_found, "cannot open config file '" + path + "'");
+      po::store(po::parse_config_file(file, desc), *vm);
+    }
+    po::notify(*vm);
+  } catch (const std::exception& e) {
+    return Status(Code::invalid_argument, e.what());
+  }
+  return Status::ok();
+}
+
+}  // namespace dcr
