@@ -9,7 +9,7 @@
 
 #include "dcr/ckpt/checkpoint.h"
 #include "dcr/core/hash.h"
-#include "src/ckpt/durable_file.h"
+#include "src/core/files.h"
 #include "src/ckpt/h5_util.h"
 #include "src/ckpt/tensor_size.h"
 
@@ -102,11 +102,11 @@ Status write_checked(const std::string& path, const Manifest& manifest, const Ca
   DCR_TRY(check_checkpoint(manifest, bits));
   DCR_TRY(check_names(manifest));
   const QuietHdf5 quiet;
-  const std::string tmp = temp_path(path);
+  const std::string tmp = files::temp_path(path);
   const Status s = write_file(tmp, manifest, bits, version, base);
   if (!s.is_ok()) std::remove(tmp.c_str());
   DCR_TRY(s);
-  return commit_file(tmp, path);
+  return files::commit_file(tmp, path);
 }
 
 // The shape of a dataset; Code::corrupt unless it is simple (or scalar) with positive dimensions.

@@ -14,7 +14,7 @@
 
 #include "dcr/ckpt/checkpoint.h"
 #include "dcr/codec/byte_io.h"
-#include "src/ckpt/durable_file.h"
+#include "src/core/files.h"
 #include "src/ckpt/tensor_size.h"
 
 namespace dcr {
@@ -258,11 +258,11 @@ Status write_checked(const std::string& path, const Manifest& manifest, const Ca
   DCR_TRY(check_checkpoint(manifest, bits));
   std::string header;
   DCR_TRY(header_text(manifest, metadata, &header));
-  const std::string tmp = temp_path(path);
+  const std::string tmp = files::temp_path(path);
   const Status s = write_file(tmp, header, bits);
   if (!s.is_ok()) std::remove(tmp.c_str());
   DCR_TRY(s);
-  return commit_file(tmp, path);
+  return files::commit_file(tmp, path);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "dcr/codec/byte_io.h"
 #include "dcr/core/hash.h"
+#include "src/core/files.h"
 
 namespace dcr {
 
@@ -41,17 +42,6 @@ bool decode_record(const uint8_t* p, JournalRecord* r) {
 
 Status io_error(const std::string& what, const std::string& path) {
   return Status(Code::io_error, what + " '" + path + "': " + std::strerror(errno));
-}
-
-Status write_all(int fd, const uint8_t* data, size_t bytes, const std::string& path) {
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, data, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return io_error("cannot write journal", path);
-    data += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return Status::ok();
 }
 
 }  // namespace
@@ -93,23 +83,16 @@ Status Journal::append(const JournalRecord& record, bool durable) {
   DCR_REQUIRE(fd_ >= 0, Code::invalid_argument, "journal is not open");
   uint8_t bytes[kRecordBytes];
   encode_record(record, bytes);
-  DCR_TRY(write_all(fd_, bytes, kRecordBytes, path_));
+  DCR_TRY(files::write_all(fd_, files::Piece{bytes, kRecordBytes}, path_));
   if (durable && ::fsync(fd_) != 0) return io_error("cannot fsync journal", path_);
   records_.push_back(record);
   return Status::ok();
 }
 
 Status Journal::compact(const std::vector<JournalRecord>& keep) {
-  const std::string tmp = path_ + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return io_error("cannot create", tmp);
   std::vector<uint8_t> bytes(keep.size() * kRecordBytes);
   for (size_t i = 0; i < keep.size(); ++i) encode_record(keep[i], bytes.data() + i * kRecordBytes);
-  Status s = write_all(fd, bytes.data(), bytes.size(), tmp);
-  if (s.is_ok() && ::fsync(fd) != 0) s = io_error("cannot fsync", tmp);
-  ::close(fd);
-  DCR_TRY(s);
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) return io_error("cannot rename the compacted journal to", path_);
+  DCR_TRY(files::write_atomic(path_, {{bytes.data(), bytes.size()}}, true));
   ::close(fd_);
   fd_ = ::open(path_.c_str(), O_RDWR, 0644);
   if (fd_ < 0) return io_error("cannot reopen journal", path_);

@@ -6,7 +6,7 @@
 
 #include "dcr/codec/frame.h"
 #include "dcr/core/hash.h"
-#include "src/spool/files.h"
+#include "src/core/files.h"
 #include "src/spool/manifest.h"
 
 namespace dcr {
@@ -19,7 +19,7 @@ std::string manifest_name(uint32_t writer, uint32_t writers) {
 }
 
 std::string frame_name(uint32_t writer, size_t index) {
-  return "w" + std::to_string(writer) + "-" + spool::zero_padded(index, kIndexDigits) + ".frame";
+  return "w" + std::to_string(writer) + "-" + files::zero_padded(index, kIndexDigits) + ".frame";
 }
 
 bool is_manifest(const std::string& name) {
@@ -50,19 +50,19 @@ Status FramePublisher::add(const uint8_t* frame, size_t bytes) {
               what + ": it is a delta on version " + std::to_string(h.base_version) + ", not on the base " +
                   std::to_string(base_));
   const std::string name = frame_name(writer_, files_.size());
-  DCR_TRY(spool::write_atomic(dir_ + name, {{frame, bytes}}, false));
+  DCR_TRY(files::write_atomic(dir_ + name, {{frame, bytes}}, false));
   files_.push_back(Listed{name, bytes, hash64(frame, bytes)});
   return Status::ok();
 }
 
 Status FramePublisher::finish() {
   DCR_REQUIRE(open_, Code::invalid_argument, "frame publisher: not begun (FrameSpool::begin) or already finished");
-  DCR_TRY(spool::sync_directory(dir_));  // the frames' renames are durable before the manifest's
+  DCR_TRY(files::sync_directory(dir_));  // the frames' renames are durable before the manifest's
   spool::Manifest m{base_, target_, writer_, writers_, {}};
   for (const Listed& f : files_) m.frames.push_back(spool::ManifestEntry{f.name, f.bytes, f.hash});
   const std::string text = spool::format_manifest(m);
-  DCR_TRY(spool::write_atomic(dir_ + manifest_name(writer_, writers_), {{text.data(), text.size()}}, true));
-  DCR_TRY(spool::sync_directory(dir_ + ".."));  // the version directory's own entry
+  DCR_TRY(files::write_atomic(dir_ + manifest_name(writer_, writers_), {{text.data(), text.size()}}, true));
+  DCR_TRY(files::sync_directory(dir_ + ".."));  // the version directory's own entry
   open_ = false;
   return Status::ok();
 }
@@ -97,7 +97,7 @@ Status FrameSpool::begin(uint64_t base, uint64_t target, uint32_t writer, FrameP
   DCR_REQUIRE(!exists(manifest), Code::invalid_argument,
               where + "writer " + std::to_string(writer) + " already published version " + std::to_string(target) +
                   " (" + quoted(manifest) + ")");
-  DCR_TRY(spool::make_dirs(version_dir(target)));
+  DCR_TRY(files::make_dirs(version_dir(target)));
   *out = FramePublisher();
   out->dir_ = version_dir(target) + "/";
   out->base_ = base;
@@ -130,7 +130,7 @@ Status FrameSpool::load(uint64_t target, uint32_t writers, Manifests* out, bool*
     const std::string path = version_dir(target) + "/" + manifest_name(w, writers);
     std::vector<uint8_t> bytes;
     bool here = false;
-    DCR_TRY(spool::read_whole(path, &bytes, &here));
+    DCR_TRY(files::read_whole(path, &bytes, &here));
     if (!here) return Status::ok();
     spool::Manifest m;
     DCR_TRY(spool::parse_manifest(std::string(bytes.begin(), bytes.end()), path, &m));
@@ -171,11 +171,11 @@ Status FrameSpool::version(uint64_t target, VersionEntry* out) const {
 
 Status FrameSpool::version_dirs(std::vector<uint64_t>* targets) const {
   std::vector<std::string> names;
-  DCR_TRY(spool::list_dir(dir_, &names));
+  DCR_TRY(files::list_dir(dir_, &names));
   targets->clear();
   for (const std::string& name : names) {
     uint64_t target = 0;
-    if (spool::parse_numbered(name, "v", &target)) targets->push_back(target);
+    if (files::parse_numbered(name, "v", &target)) targets->push_back(target);
   }
   std::sort(targets->begin(), targets->end());
   return Status::ok();
@@ -222,7 +222,7 @@ Status FrameSpool::read_frame(const std::string& manifest_path, const std::strin
   const std::string path = version_dir(entry.target) + "/" + name;
   const std::string what = "frame file " + quoted(path);
   bool found = false;
-  DCR_TRY(spool::read_whole(path, frame, &found));
+  DCR_TRY(files::read_whole(path, frame, &found));
   DCR_REQUIRE(found, Code::corrupt, what + ", listed in " + quoted(manifest_path) + ", is missing");
   DCR_REQUIRE(frame->size() == bytes, Code::corrupt,
               what + " has " + std::to_string(frame->size()) + " bytes, its manifest says " + std::to_string(bytes));
@@ -256,10 +256,10 @@ Status FrameSpool::read_version(uint64_t target, std::vector<std::vector<uint8_t
 Status FrameSpool::remove_version(uint64_t target) const {
   const std::string dir = version_dir(target);
   std::vector<std::string> names;
-  DCR_TRY(spool::list_dir(dir, &names));
+  DCR_TRY(files::list_dir(dir, &names));
   for (const std::string& name : names)
-    if (is_manifest(name)) DCR_TRY(spool::remove_tree(dir + "/" + name));
-  return spool::remove_tree(dir);
+    if (is_manifest(name)) DCR_TRY(files::remove_tree(dir + "/" + name));
+  return files::remove_tree(dir);
 }
 
 Status FrameSpool::prune(size_t keep_last) const {

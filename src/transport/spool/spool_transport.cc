@@ -22,7 +22,7 @@
 #include "dcr/codec/byte_io.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/log.h"
-#include "src/spool/files.h"
+#include "src/core/files.h"
 #include "src/transport/backoff.h"
 #include "src/transport/describe.h"
 #include "src/transport/shutdown.h"
@@ -109,7 +109,7 @@ class SpoolTransport : public Transport {
     settle_for_shutdown(*this, comm_, kSendsTimeout, kRanksTimeout);
     MPI_Barrier(comm_);  // nobody reads the job directory any more
     if (rank_ == 0) {
-      const Status s = spool::remove_tree(job_dir_);
+      const Status s = files::remove_tree(job_dir_);
       if (!s.is_ok()) DCR_LOG(warn, "transport", "rank 0: spool shutdown: %s", s.message().c_str());
     }
     MPI_Comm_free(&comm_);
@@ -131,7 +131,7 @@ class SpoolTransport : public Transport {
     h.hash = hash64(message->data(), message->size());
     const std::array<uint8_t, kHeaderBytes> header = encode_header(h);
     if (s.is_ok())
-      s = spool::write_atomic(file_path(dir, seq), {{header.data(), header.size()}, {message->data(), message->size()}},
+      s = files::write_atomic(file_path(dir, seq), {{header.data(), header.size()}, {message->data(), message->size()}},
                               false);
     if (!s.is_ok()) return s.with_context(where(peer) + " on " + describe_channel(channel));
     ++seq;
@@ -174,12 +174,12 @@ class SpoolTransport : public Transport {
   }
 
   static std::string file_path(const std::string& dir, uint64_t seq) {
-    return dir + "/" + spool::zero_padded(seq, kSeqDigits) + ".msg";
+    return dir + "/" + files::zero_padded(seq, kSeqDigits) + ".msg";
   }
 
   Status make_dir_once(const std::string& dir) {
     if (made_.count(dir)) return Status::ok();
-    DCR_TRY(spool::make_dirs(dir));
+    DCR_TRY(files::make_dirs(dir));
     made_.insert(dir);
     return Status::ok();
   }
@@ -206,19 +206,19 @@ class SpoolTransport : public Transport {
   // Adds the streams of this rank's inbox that match (from, channel) and are not known yet.
   Status discover(int from, uint32_t channel) {
     std::vector<std::string> channels, senders;
-    DCR_TRY(spool::list_dir(inbox(rank_), &channels));
+    DCR_TRY(files::list_dir(inbox(rank_), &channels));
     for (const std::string& name : channels) {
       uint64_t c = 0;
-      if (!spool::parse_numbered(name, "c", &c) || c >= kAnyChannel) continue;
+      if (!files::parse_numbered(name, "c", &c) || c >= kAnyChannel) continue;
       if (channel != kAnyChannel && c != channel) continue;
       if (from != kAnyPeer) {
         stream(static_cast<uint32_t>(c), from);
         continue;
       }
-      DCR_TRY(spool::list_dir(inbox(rank_) + "/" + name, &senders));
+      DCR_TRY(files::list_dir(inbox(rank_) + "/" + name, &senders));
       for (const std::string& sender : senders) {
         uint64_t s = 0;
-        if (spool::parse_numbered(sender, "s", &s) && s < static_cast<uint64_t>(size_))
+        if (files::parse_numbered(sender, "s", &s) && s < static_cast<uint64_t>(size_))
           stream(static_cast<uint32_t>(c), static_cast<int>(s));
       }
     }
@@ -230,7 +230,7 @@ class SpoolTransport : public Transport {
     Stream& s = streams_[i];
     const std::string path = file_path(stream_dir(rank_, s.channel, s.sender), s.next);
     bool found = false;
-    DCR_TRY(spool::read_whole(path, &out->bytes, &found).with_context("rank " + std::to_string(rank_)));
+    DCR_TRY(files::read_whole(path, &out->bytes, &found).with_context("rank " + std::to_string(rank_)));
     if (!found) return Status::ok();
     const FileHeader expected{static_cast<uint32_t>(s.sender), s.channel, s.next, 0, 0};
     DCR_TRY(check_file(out->bytes, path, expected).with_context("rank " + std::to_string(rank_)));
@@ -273,7 +273,7 @@ std::string hex(uint64_t value) {
 
 // Rank 0: creates "<dir>/job-<random hex>" (a fresh name) and returns its name through *name.
 Status create_job_dir(const std::string& dir, std::string* name) {
-  DCR_TRY(spool::make_dirs(dir));
+  DCR_TRY(files::make_dirs(dir));
   for (int attempt = 0; attempt < 8; ++attempt) {
     const std::string candidate = "job-" + hex(random_word());
     if (::mkdir((dir + "/" + candidate).c_str(), 0755) == 0) {
@@ -308,7 +308,7 @@ Status join_job(const std::string& dir, MPI_Comm comm, int rank, std::string* jo
   if (name.empty())
     return s.is_ok() ? Status(Code::unavailable, "rank 0 could not create the job directory (see its error)") : s;
   *job_dir = dir + "/" + name;
-  return spool::make_dirs(*job_dir + "/r" + std::to_string(rank));
+  return files::make_dirs(*job_dir + "/r" + std::to_string(rank));
 }
 
 }  // namespace
@@ -323,7 +323,7 @@ Status make_spool_transport(const std::string& dir, MPI_Comm comm, std::unique_p
   Status s = join_job(dir, own, rank, &job_dir);
   if (!all_ranks(own, s.is_ok())) {
     if (s.is_ok()) s = Status(Code::unavailable, "the spool transport failed on another rank (see its error)");
-    if (rank == 0 && !job_dir.empty()) spool::remove_tree(job_dir);
+    if (rank == 0 && !job_dir.empty()) files::remove_tree(job_dir);
     MPI_Comm_free(&own);
     return s.with_context("rank " + std::to_string(rank) + ": transport 'spool' in '" + dir + "'");
   }
@@ -346,7 +346,7 @@ Status make_spool_transport(MPI_Comm comm, std::unique_ptr<Transport>* out) {
 Status open_spool_endpoint(const std::string& job_dir, int rank, int size, std::unique_ptr<Transport>* out) {
   DCR_REQUIRE(size > 0 && rank >= 0 && rank < size, Code::invalid_argument,
               "spool endpoint: rank " + std::to_string(rank) + " is not in a group of " + std::to_string(size));
-  DCR_TRY(spool::make_dirs(job_dir + "/r" + std::to_string(rank)));
+  DCR_TRY(files::make_dirs(job_dir + "/r" + std::to_string(rank)));
   *out = std::make_unique<SpoolTransport>(job_dir, rank, size, MPI_COMM_NULL);
   return Status::ok();
 }

@@ -1,4 +1,4 @@
-#include "src/spool/files.h"
+#include "src/core/files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,25 +11,12 @@
 #include <filesystem>
 #include <system_error>
 
-namespace dcr::spool {
+namespace dcr::files {
 namespace {
 
 Status errno_status(const std::string& what, const std::string& path, int error) {
   const Code code = error == ENOENT ? Code::not_found : Code::io_error;
   return Status(code, what + " '" + path + "': " + std::strerror(error));
-}
-
-Status write_all(int fd, const Piece& piece, const std::string& path) {
-  const auto* at = static_cast<const uint8_t*>(piece.data);
-  size_t left = piece.bytes;
-  while (left > 0) {
-    const ssize_t n = ::write(fd, at, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno_status("cannot write", path, errno);
-    at += n;
-    left -= static_cast<size_t>(n);
-  }
-  return Status::ok();
 }
 
 Status read_all(int fd, uint8_t* at, size_t left, const std::string& path) {
@@ -42,6 +29,16 @@ Status read_all(int fd, uint8_t* at, size_t left, const std::string& path) {
     left -= static_cast<size_t>(n);
   }
   return Status::ok();
+}
+
+// fsyncs what `path` names (a file, or a directory with O_DIRECTORY in `flags`).
+Status sync_path(const std::string& path, int flags, const char* what) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return errno_status(std::string("cannot open ") + what, path, errno);
+  const bool synced = ::fsync(fd) == 0;
+  const int error = errno;
+  ::close(fd);
+  return synced ? Status::ok() : errno_status(std::string("cannot fsync ") + what, path, error);
 }
 
 // Writes and fsyncs `tmp`; the caller renames it.
@@ -58,27 +55,46 @@ Status write_synced(const std::string& tmp, const std::vector<Piece>& pieces) {
   return s;
 }
 
-}  // namespace
-
-Status sync_directory(const std::string& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno_status("cannot open directory", dir, errno);
-  const bool synced = ::fsync(fd) == 0;
-  const int error = errno;
-  ::close(fd);
-  return synced ? Status::ok() : errno_status("cannot fsync directory", dir, error);
-}
-
-Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir) {
-  const std::string tmp = path + ".tmp";
-  Status s = write_synced(tmp, pieces);
-  if (s.is_ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    s = Status(Code::io_error, "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  if (!s.is_ok()) {
+// After `written` (the synced temporary file, or why it is not): renames `tmp` over `path`, then
+// fsyncs the directory where asked; removes `tmp` on any failure.
+Status rename_over(Status written, const std::string& tmp, const std::string& path, bool sync_dir) {
+  if (written.is_ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    written = Status(Code::io_error, "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+  if (!written.is_ok()) {
     ::unlink(tmp.c_str());
-    return s;
+    return written;
   }
   return sync_dir ? sync_directory(std::filesystem::path(path).parent_path().string()) : Status::ok();
+}
+
+}  // namespace
+
+Status write_all(int fd, const Piece& piece, const std::string& path) {
+  const auto* at = static_cast<const uint8_t*>(piece.data);
+  size_t left = piece.bytes;
+  while (left > 0) {
+    const ssize_t n = ::write(fd, at, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_status("cannot write", path, errno);
+    at += n;
+    left -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status sync_directory(const std::string& dir) {
+  return sync_path(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY, "directory");
+}
+
+std::string temp_path(const std::string& path) { return path + ".tmp"; }
+
+Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir) {
+  const std::string tmp = temp_path(path);
+  return rename_over(write_synced(tmp, pieces), tmp, path, sync_dir);
+}
+
+Status commit_file(const std::string& tmp, const std::string& path) {
+  return rename_over(sync_path(tmp, O_RDONLY, "file"), tmp, path, true);
 }
 
 Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* found) {
@@ -145,4 +161,4 @@ std::string zero_padded(uint64_t value, int width) {
   return digits;
 }
 
-}  // namespace dcr::spool
+}  // namespace dcr::files

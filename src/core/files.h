@@ -1,6 +1,6 @@
-// File operations shared by the spool transport and the frame spool: atomic publication
-// ("<path>.tmp", fsync, rename), whole-file reads and directory listings, each failure a Status
-// that names the path.
+// File operations shared by the spool transport, the frame spool, the journal and the checkpoint
+// writers: durable replacement ("<path>.tmp", fsync, rename, fsync the directory), whole-file reads
+// and directory listings, each failure a Status that names the path.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 
 #include "dcr/core/status.h"
 
-namespace dcr::spool {
+namespace dcr::files {
 
 // One piece of a file to write; pieces are written in order.
 struct Piece {
@@ -18,10 +18,18 @@ struct Piece {
   size_t bytes;
 };
 
-// Writes `pieces` to "<path>.tmp", fsyncs it and renames it over `path`, so a reader sees either
+// Writes all of `piece` to `fd`, retrying short writes.
+Status write_all(int fd, const Piece& piece, const std::string& path);
+
+// Writes `pieces` to temp_path(path), fsyncs it and renames it over `path`, so a reader sees either
 // no file or the whole file. With `sync_dir` the directory is fsynced too (the rename survives a
 // crash). Removes the temporary file on failure.
 Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir);
+
+// The same for a file other code wrote whole to temp_path(path): fsyncs it, renames it over `path`
+// and fsyncs the directory; removes it on failure.
+std::string temp_path(const std::string& path);  // "<path>.tmp"
+Status commit_file(const std::string& tmp, const std::string& path);
 
 // fsyncs the directory `dir` (entries renamed into it survive a crash).
 Status sync_directory(const std::string& dir);
@@ -45,4 +53,4 @@ bool parse_numbered(const std::string& name, const std::string& prefix, uint64_t
 // `value` in decimal, left-padded with zeros to `width` digits.
 std::string zero_padded(uint64_t value, int width);
 
-}  // namespace dcr::spool
+}  // namespace dcr::files
