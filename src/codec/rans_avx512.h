@@ -17,9 +17,6 @@ constexpr uint32_t kRansLow = 1u << 15;  // lower bound of a normalised state
 void rans_encode_groups_avx512(const uint8_t* symbols, size_t groups, const RansTable& table, uint32_t* states,
                                uint8_t*& ptr);
 
-// The decoder's slot for state slot cum(s) + k of symbol s: freq - 1, k and s in one word.
-inline RansSlot rans_slot(uint32_t freq, uint32_t k, uint8_t symbol) { return ((freq - 1) << 20) | (k << 8) | symbol; }
-
 // The decoder's slot table (kRansProbScale entries of rans_slot), sixteen slots per store.
 void rans_fill_slots_avx512(const RansTable& table, RansSlot* lookup);
 

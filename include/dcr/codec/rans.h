@@ -63,6 +63,9 @@ class RansTable {
 // frequency - 1 (bits 20-31).
 using RansSlot = uint32_t;
 
+// The slot cum(symbol) + k of a symbol of frequency `freq`.
+inline RansSlot rans_slot(uint32_t freq, uint32_t k, uint8_t symbol) { return ((freq - 1) << 20) | (k << 8) | symbol; }
+
 // Appends the rANS code of `symbols` with `lanes` (4 or 32) interleaved states (table not included)
 // to `out`.
 void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
