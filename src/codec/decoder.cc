@@ -11,23 +11,25 @@
 
 namespace dcr {
 
+FrameDecoder::FrameDecoder() : changes_(new ChangeReader) {}
+FrameDecoder::~FrameDecoder() = default;
+
 Status FrameDecoder::decode(const uint8_t* frame, size_t size, uint64_t max_elements, DecodedFrame* out) {
   DCR_TRY(parse_frame_header(frame, size, &out->header));
   DCR_REQUIRE(out->header.count() <= max_elements, Code::corrupt,
               "frame " + out->header.describe() + " is longer than the " + std::to_string(max_elements) +
                   " elements allowed");
-  return decode_payload(frame, out);
+  DCR_TRY(open_changes(frame, out));
+  return changes_->decode(out->header.changed).with_context("frame " + out->header.describe());
 }
 
-Status FrameDecoder::decode_payload(const uint8_t* frame, DecodedFrame* out) {
+// Sizes the change arrays and opens the payload's sections for changes_ to decode into them.
+Status FrameDecoder::open_changes(const uint8_t* frame, DecodedFrame* out) {
   const FrameHeader& h = out->header;
   out->positions.resize(h.changed);
   out->words.resize(h.changed);
   ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "frame payload");
-  Status status = read_positions(h.pos_coding, &reader, &codec_, h.changed, h.count(), out->positions.data());
-  if (status.is_ok()) {
-    status = read_values(h.value_packing, &reader, &codec_, h.changed, h.elem_width, out->words.data());
-  }
+  Status status = changes_->open(h, &reader, &codec_, out->positions.data(), out->words.data());
   if (status.is_ok() && reader.remaining() != 0) {
     status = Status(Code::corrupt, std::to_string(reader.remaining()) + " trailing payload bytes");
   }
@@ -49,19 +51,43 @@ Status check_destination(const FrameHeader& h, const Region& dst, uint64_t expec
   return Status::ok();
 }
 
+// The box's hash after the scatter, and before it when asked for (see FrameDecoder::apply).
 struct BoxHashes {
-  uint64_t before;
-  uint64_t after;
+  bool with_before = false;
+  uint64_t before = 0;
+  uint64_t after = 0;
 };
 
 constexpr uint64_t kBlockElements = 1 << 14;
+// Between two slices of decoding the pass asks for the box's lines the new changes reach: about 40
+// lines at 5% changed, few enough not to stall the decoding (larger bursts measured slower).
+constexpr uint64_t kApplySlice = 2 * ChangeReader::kSlice;
+constexpr uint64_t kPrefetchAhead = 4096;      // bytes asked for past the last decoded change
+constexpr uint64_t kPrefetchWindow = 1 << 17;  // and at most this far past the block being applied
 
-// scatter_swap over a contiguous box of at least a few stripes, on AVX-512, in cache-sized blocks:
-// each block is hashed (XXH3 with its accumulators in registers) just before and just after its
-// scatter while it is in cache, so the box is read from memory once. The last stripe XXH3 reads
-// of the box before is copied first, since an earlier block's scatter may reach into it.
-BoxHashes scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, const uint32_t* positions,
-                                        uint64_t changed, uint64_t* words) {
+// Decodes changes until those of box elements below `end` are all in (or the frame's are), asking
+// for the box's lines as far as the decoded changes reach meanwhile: the decoding then hides the
+// fetch, and the pass over the block finds it in cache. *fetched is the next byte to ask for.
+Status decode_through(ChangeReader* changes, const uint32_t* positions, uint64_t changed, uint64_t end,
+                      const uint8_t* data, unsigned width, uint64_t limit, uint64_t* fetched) {
+  while (changes->done() < changed && (changes->done() == 0 || positions[changes->done() - 1] < end)) {
+    const uint64_t upto = std::min(changed, changes->done() + kApplySlice);
+    DCR_TRY(changes->decode(upto));
+    const uint64_t reach = std::min(limit, (positions[upto - 1] + uint64_t{1}) * width + kPrefetchAhead);
+    // Into the outer caches: fetched into L1 they would push out the decoders' tables.
+    for (; *fetched < reach; *fetched += 64) __builtin_prefetch(data + *fetched, 0, 1);
+  }
+  return Status::ok();
+}
+
+// A contiguous box of at least a few stripes, on AVX-512, in cache-sized blocks: each block's
+// changes are decoded (decode_through), then the block is scattered and hashed (XXH3 with its
+// accumulators in registers) while it is in cache, so the box is read from memory once; so is its
+// hash before the scatter, when asked for. XXH3's last stripe of the box before is copied first,
+// since an earlier block's scatter may reach into it. *applied counts the changes scattered, also
+// on failure.
+Status scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, ChangeReader* changes, uint32_t* positions,
+                                     uint64_t changed, uint64_t* words, BoxHashes* hashes, uint64_t* applied) {
   const uint64_t count = r.box.elements(), bytes = count * r.width;
   uint8_t* data = r.row(0);
   alignas(64) uint8_t last_before[64];
@@ -69,25 +95,34 @@ BoxHashes scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, const u
   StripeHash before, after;
   before.start(bytes);
   after.start(bytes);
-  uint64_t j = 0;
+  uint64_t& j = *applied;
+  uint64_t fetched = 0;
   for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
     const uint64_t end = std::min(count, begin + kBlockElements);
+    const uint64_t limit = std::min(bytes, begin * r.width + kPrefetchWindow);
+    DCR_TRY(decode_through(changes, positions, changed, end, data, r.width, limit, &fetched));
     const uint64_t first = j;
-    j = std::lower_bound(positions + first, positions + changed, end) - positions;
-    before.feed(data, begin * r.width, end * r.width);
+    j = std::lower_bound(positions + first, positions + changes->done(), end) - positions;
+    if (hashes->with_before) before.feed(data, begin * r.width, end * r.width);
     scatter_swap(data, count, r.width, mode, positions + first, j - first, words + first);
     after.feed(data, begin * r.width, end * r.width);
   }
-  return BoxHashes{before.finish_long(last_before), after.finish(data)};
+  if (hashes->with_before) hashes->before = before.finish_long(last_before);
+  hashes->after = after.finish(data);
+  return Status::ok();
 }
 
 // The same over any region, one contiguous run of elements at a time (the whole box when its rows
-// are adjacent in memory, else each row; long runs in blocks), hashed through the streaming Hasher.
-BoxHashes scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t* positions, uint64_t changed,
-                                uint64_t* words, Hasher* before, Hasher* after, std::vector<uint32_t>* local) {
+// are adjacent in memory, else each row; long runs in blocks), hashed through the streaming Hasher,
+// once every change is decoded.
+Status scatter_swap_and_hash(const Region& r, ValueMode mode, ChangeReader* changes, uint32_t* positions,
+                             uint64_t changed, uint64_t* words, BoxHashes* hashes, uint64_t* applied,
+                             Hasher* before, Hasher* after, std::vector<uint32_t>* local) {
+  *applied = 0;
   if (r.contiguous() && r.box.elements() * r.width >= 1024 && feed_available()) {
-    return scatter_swap_and_hash_stripes(r, mode, positions, changed, words);
+    return scatter_swap_and_hash_stripes(r, mode, changes, positions, changed, words, hashes, applied);
   }
+  DCR_TRY(changes->decode(changed));
   const uint64_t run = r.contiguous() ? r.box.elements() : r.box.cols;
   const uint64_t runs = r.contiguous() ? 1 : r.box.rows;
   before->reset();
@@ -106,12 +141,29 @@ BoxHashes scatter_swap_and_hash(const Region& r, ValueMode mode, const uint32_t*
         for (uint64_t i = first; i < j; ++i) (*local)[i - first] = static_cast<uint32_t>(positions[i] - run_start);
         in_run = local->data();
       }
-      before->update(data + begin * r.width, (end - begin) * r.width);
+      if (hashes->with_before) before->update(data + begin * r.width, (end - begin) * r.width);
       scatter_swap(data, run, r.width, mode, in_run, j - first, words + first);
       after->update(data + begin * r.width, (end - begin) * r.width);
     }
   }
-  return BoxHashes{before->digest(), after->digest()};
+  *applied = changed;
+  hashes->before = before->digest();
+  hashes->after = after->digest();
+  return Status::ok();
+}
+
+// Puts back the old bits that a scatter_swap of changes [0, n) left in `words`.
+void scatter_back(const Region& r, const uint32_t* positions, uint64_t n, uint64_t* words,
+                  std::vector<uint32_t>* local) {
+  if (r.contiguous()) return scatter_swap(r.row(0), r.box.elements(), r.width, ValueMode::overwrite, positions, n, words);
+  uint64_t j = 0;
+  for (uint64_t k = 0; k < r.box.rows && j < n; ++k) {
+    const uint64_t first = j, run_start = k * r.box.cols;
+    j = std::lower_bound(positions + first, positions + n, run_start + r.box.cols) - positions;
+    local->resize(j - first);
+    for (uint64_t i = first; i < j; ++i) (*local)[i - first] = static_cast<uint32_t>(positions[i] - run_start);
+    scatter_swap(r.row(k), r.box.cols, r.width, ValueMode::overwrite, local->data(), j - first, words + first);
+  }
 }
 
 std::string neither_message(const FrameHeader& h) {
@@ -121,11 +173,14 @@ std::string neither_message(const FrameHeader& h) {
 
 }  // namespace
 
-// A delta frame is decoded in full first (a malformed one is refused before the box is touched),
-// then scattered in one pass that also hashes the box before and after. The old bits come back in
-// the words, so any outcome but "base bits in, target bits out" puts the box back exactly: a box
-// already at the target (a retry: an XOR must not count twice), a box at neither hash, or a result
-// that misses the target hash.
+// A delta frame is decoded and scattered in one pass that hashes the box after the scatter. The old
+// bits come back in the words, so any outcome but "target bits out" puts the box back exactly: a
+// box already at the target (a retry: an XOR must not count twice), a box at neither hash, a result
+// that misses the target hash, or a payload that fails to decode midway (one that passed its
+// checksum, so built to do so). For every mode but overwrite, apply_word is one-to-one in the old
+// bits, so the result is the target exactly when the box held the base: the hash after settles it,
+// and the box is hashed again only to tell the failures apart. An overwrite reaches the target from
+// bits other than the base too, so its pass also hashes the box before.
 Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
                            ApplyOutcome* outcome) {
   DecodedFrame& d = scratch_;
@@ -134,20 +189,24 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
   Region box;
   DCR_TRY(check_destination(h, dst, expected_base_version, &box));
   if (h.is_full() || h.changed == 0) return apply_copy(frame, box, outcome);
-  DCR_TRY(decode_payload(frame, &d));
-  const BoxHashes hashes = scatter_swap_and_hash(box, h.value_mode, d.positions.data(), h.changed, d.words.data(),
-                                                 &hasher_, &after_, &local_);
-  if (hashes.before == h.base_hash && hashes.after == h.target_hash) {
+  DCR_TRY(open_changes(frame, &d));
+  BoxHashes hashes;
+  hashes.with_before = h.value_mode == ValueMode::overwrite;
+  uint64_t applied = 0;
+  const Status status = scatter_swap_and_hash(box, h.value_mode, changes_.get(), d.positions.data(), h.changed,
+                                              d.words.data(), &hashes, &applied, &hasher_, &after_, &local_);
+  if (status.is_ok() && hashes.after == h.target_hash && (!hashes.with_before || hashes.before == h.base_hash)) {
     *outcome = ApplyOutcome::applied;
     return Status::ok();
   }
-  scatter_swap_and_hash(box, ValueMode::overwrite, d.positions.data(), h.changed, d.words.data(), &hasher_, &after_,
-                        &local_);
-  if (hashes.before == h.target_hash) {
+  scatter_back(box, d.positions.data(), applied, d.words.data(), &local_);
+  if (!status.is_ok()) return status.with_context("frame " + h.describe() + " (the box was restored)");
+  const uint64_t before = hashes.with_before ? hashes.before : region_hash(box);
+  if (before == h.target_hash) {
     *outcome = ApplyOutcome::already_applied;
     return Status::ok();
   }
-  DCR_REQUIRE(hashes.before == h.base_hash, Code::base_mismatch, neither_message(h));
+  DCR_REQUIRE(before == h.base_hash, Code::base_mismatch, neither_message(h));
   return Status(Code::target_mismatch,
                 "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
 }

@@ -232,13 +232,11 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, u
   out->insert(out->end(), ptr, end - state_bytes);
 }
 
-Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
-                   std::vector<RansSlot>* slots, uint8_t* symbols) {
+Status RansDecoder::start(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
+                          unsigned lanes, RansSlot* lookup) {
   const size_t state_bytes = 4 * lanes;
   DCR_REQUIRE(code_bytes >= state_bytes, Code::corrupt,
               "rANS stream shorter than its " + std::to_string(lanes) + " states");
-  slots->resize(kRansProbScale);
-  RansSlot* lookup = slots->data();
   if (simd_level() >= SimdLevel::avx512) {
     rans_fill_slots_avx512(table, lookup);
   } else {
@@ -247,28 +245,49 @@ Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& tabl
       for (uint32_t k = 0; k < f; ++k) lookup[c + k] = rans_slot(f, k, static_cast<uint8_t>(s));
     }
   }
-  uint32_t x[32];
   for (unsigned k = 0; k < lanes; ++k) {
-    x[k] = static_cast<uint32_t>(get_le(code + 4 * k, 4));
-    DCR_REQUIRE(x[k] >= kLow && x[k] < kHigh, Code::corrupt, "rANS stream: initial state out of range");
+    x_[k] = static_cast<uint32_t>(get_le(code + 4 * k, 4));
+    DCR_REQUIRE(x_[k] >= kLow && x_[k] < kHigh, Code::corrupt, "rANS stream: initial state out of range");
   }
-  size_t pos = state_bytes;
+  code_ = code;
+  code_bytes_ = code_bytes;
+  pos_ = state_bytes;
+  count_ = count;
+  done_ = 0;
+  lanes_ = lanes;
+  lookup_ = lookup;
+  return Status::ok();
+}
+
+Status RansDecoder::decode(size_t upto, uint8_t* symbols) {
+  const size_t n = upto - done_;
+  uint8_t* out = symbols + done_;
   size_t i;
-  if (lanes == 32) {
-    i = simd_level() >= SimdLevel::avx512 ? rans_decode_groups_avx512(code, code_bytes, lookup, count, x, pos, symbols)
-                                          : decode_groups<32>(code, code_bytes, lookup, count, x, pos, symbols);
+  if (lanes_ == 32) {
+    i = simd_level() >= SimdLevel::avx512 ? rans_decode_groups_avx512(code_, code_bytes_, lookup_, n, x_, pos_, out)
+                                          : decode_groups<32>(code_, code_bytes_, lookup_, n, x_, pos_, out);
   } else {
-    i = decode_groups<4>(code, code_bytes, lookup, count, x, pos, symbols);
+    i = decode_groups<4>(code_, code_bytes_, lookup_, n, x_, pos_, out);
   }
-  for (; i < count; ++i) {
-    if (!decode_checked(x[i % lanes], lookup, code, code_bytes, pos, &symbols[i])) {
+  for (; i < n; ++i) {  // done_ is a multiple of the lanes, so symbol done_ + i takes state i % lanes
+    if (!decode_checked(x_[i % lanes_], lookup_, code_, code_bytes_, pos_, &out[i])) {
       return Status(Code::corrupt, "rANS stream: truncated");
     }
   }
+  done_ = upto;
+  if (done_ < count_) return Status::ok();
   bool final_states = true;
-  for (unsigned k = 0; k < lanes; ++k) final_states = final_states && x[k] == kLow;
-  DCR_REQUIRE(pos == code_bytes && final_states, Code::corrupt, "rANS stream: does not end where its symbol count says");
+  for (unsigned k = 0; k < lanes_; ++k) final_states = final_states && x_[k] == kLow;
+  DCR_REQUIRE(pos_ == code_bytes_ && final_states, Code::corrupt, "rANS stream: does not end where its symbol count says");
   return Status::ok();
+}
+
+Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
+                   std::vector<RansSlot>* slots, uint8_t* symbols) {
+  slots->resize(kRansProbScale);
+  RansDecoder decoder;
+  DCR_TRY(decoder.start(code, code_bytes, table, count, lanes, slots->data()));
+  return decoder.decode(count, symbols);
 }
 
 }  // namespace dcr

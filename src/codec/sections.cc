@@ -66,49 +66,6 @@ void build_tokens(uint64_t n, ValueAt value_at, Section* section) {
   extra_bytes.resize(extras.bytes());
 }
 
-// Reads the stream pair written by build_tokens. `prefix(tokens, &bit_pos)` may decode a first
-// part itself (the vectorised decoders) and returns how many tokens it took; emit(j, value) is then
-// called for each of the others and returns false for a value the caller cannot accept.
-template <typename Prefix, typename Emit>
-Status read_tokens(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, const char* what, Prefix prefix,
-                   Emit emit) {
-  const uint8_t* symbols;
-  size_t symbol_count;
-  DCR_TRY(codec->read(reader, n, slot, &symbols, &symbol_count));
-  DCR_REQUIRE(symbol_count == n, Code::corrupt,
-              std::string(what) + " stream holds " + std::to_string(symbol_count) + " tokens, expected " +
-                  std::to_string(n));
-  const uint8_t* extras;
-  size_t extra_bytes;
-  DCR_TRY(codec->read(reader, 8 * n, slot + 1, &extras, &extra_bytes));
-  uint64_t bit_pos = 0;
-  uint64_t j = prefix(TokenPair{symbols, extras, extra_bytes}, &bit_pos);
-  BitReader bits(extras, extra_bytes);
-  bits.seek(bit_pos);
-  for (; j < n && bits.has_window(); ++j) {  // the usual case, without bounds checks
-    const uint8_t symbol = symbols[j];
-    const unsigned extra_bits = token_extra_bits(symbol);
-    if (extra_bits > 56) break;
-    if (!emit(j, token_value(symbol, bits.get_unchecked(extra_bits)))) {
-      return Status(Code::corrupt, std::string(what) + " token out of range");
-    }
-  }
-  for (; j < n; ++j) {
-    const uint8_t symbol = symbols[j];
-    uint64_t value = symbol;
-    if (symbol >= kDirectTokens) {
-      uint64_t extra = 0;
-      if (!bits.get(token_extra_bits(symbol), &extra)) {
-        return Status(Code::corrupt, std::string(what) + " extra-bit stream is too short");
-      }
-      value = token_value(symbol, extra);
-    }
-    if (!emit(j, value)) return Status(Code::corrupt, std::string(what) + " token out of range");
-  }
-  DCR_REQUIRE(bits.at_end(), Code::corrupt, std::string(what) + " extra-bit stream is too long");
-  return Status::ok();
-}
-
 }  // namespace
 
 void build_positions(PosCoding coding, const uint32_t* positions, uint64_t changed, uint64_t count,
@@ -204,44 +161,9 @@ Status read_varint_gaps(ByteReader* reader, StreamCodec* codec, uint64_t changed
   return Status::ok();
 }
 
-}  // namespace
-
-Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                      uint64_t count, uint32_t* positions) {
-  switch (coding) {
-    case PosCoding::all:
-      for (uint64_t j = 0; j < changed; ++j) positions[j] = static_cast<uint32_t>(j);
-      return Status::ok();
-    case PosCoding::bitmap: return read_bitmap(reader, codec, changed, count, positions);
-    case PosCoding::gaps_varint: return read_varint_gaps(reader, codec, changed, count, positions);
-    case PosCoding::gaps_token: {
-      uint64_t next = 0;
-      const auto vectorised = [&](const TokenPair& tokens, uint64_t* bit_pos) {
-        return decode_gaps_avx512(tokens, changed, count, &next, bit_pos, positions);
-      };
-      return read_tokens(reader, codec, changed, 0, "gap token", vectorised, [&](uint64_t j, uint64_t gap) {
-        if (gap >= count - next) return false;  // past the end of the box
-        positions[j] = static_cast<uint32_t>(next + gap);
-        next += gap + 1;
-        return true;
-      });
-    }
-  }
-  return Status(Code::corrupt, "unknown position coding");
-}
-
-Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                   unsigned width, uint64_t* words) {
-  if (packing == ValuePacking::tokens) {
-    const uint64_t mask = width_mask(width);
-    const auto vectorised = [&](const TokenPair& tokens, uint64_t* bit_pos) {
-      return decode_words_avx512(tokens, changed, width, bit_pos, words);
-    };
-    return read_tokens(reader, codec, changed, 2, "value token", vectorised, [&](uint64_t j, uint64_t word) {
-      words[j] = word;
-      return (word & ~mask) == 0;  // no wider than the element
-    });
-  }
+// Values packed as whole words or byte planes (not tokens), decoded in full.
+Status read_value_bytes(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
+                        unsigned width, uint64_t* words) {
   if (packing == ValuePacking::words) {
     const uint8_t* bytes;
     size_t size;
@@ -258,6 +180,118 @@ Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec,
     DCR_REQUIRE(size == changed, Code::corrupt, "value plane " + std::to_string(b) + " has the wrong length");
     for (uint64_t j = 0; j < changed; ++j) words[j] |= static_cast<uint64_t>(plane[j]) << (8 * b);
   }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status ChangeReader::Tokens::open(ByteReader* reader, StreamCodec* stream_codec, uint64_t count, int first_slot,
+                                  const char* name) {
+  codec = stream_codec;
+  slot = first_slot;
+  what = name;
+  n = count;
+  done = bit_pos = 0;
+  size_t symbol_count;
+  DCR_TRY(codec->open(reader, n, slot, &symbols, &symbol_count));
+  DCR_REQUIRE(symbol_count == n, Code::corrupt,
+              std::string(what) + " stream holds " + std::to_string(symbol_count) + " tokens, expected " +
+                  std::to_string(n));
+  return codec->read(reader, 8 * n, slot + 1, &extras, &extra_bytes);
+}
+
+// Tokens [done, upto). `prefix(tokens from done, done, upto, &bit_pos)` may decode a first part
+// itself (the vectorised decoders) and returns how many tokens it took; emit(j, value) is then
+// called for each of the others and returns false for a value the caller cannot accept.
+template <typename Prefix, typename Emit>
+Status ChangeReader::Tokens::decode(uint64_t upto, Prefix prefix, Emit emit) {
+  DCR_TRY(codec->decode(slot, upto));
+  uint64_t j = done + prefix(TokenPair{symbols + done, extras, extra_bytes}, done, upto, &bit_pos);
+  BitReader bits(extras, extra_bytes);
+  bits.seek(bit_pos);
+  for (; j < upto && bits.has_window(); ++j) {  // the usual case, without bounds checks
+    const uint8_t symbol = symbols[j];
+    const unsigned extra_bits = token_extra_bits(symbol);
+    if (extra_bits > 56) break;
+    if (!emit(j, token_value(symbol, bits.get_unchecked(extra_bits)))) {
+      return Status(Code::corrupt, std::string(what) + " out of range");
+    }
+  }
+  for (; j < upto; ++j) {
+    const uint8_t symbol = symbols[j];
+    uint64_t value = symbol;
+    if (symbol >= kDirectTokens) {
+      uint64_t extra = 0;
+      if (!bits.get(token_extra_bits(symbol), &extra)) {
+        return Status(Code::corrupt, std::string(what) + " extra-bit stream is too short");
+      }
+      value = token_value(symbol, extra);
+    }
+    if (!emit(j, value)) return Status(Code::corrupt, std::string(what) + " out of range");
+  }
+  bit_pos = bits.position();
+  done = upto;
+  DCR_REQUIRE(done < n || bits.at_end(), Code::corrupt, std::string(what) + " extra-bit stream is too long");
+  return Status::ok();
+}
+
+Status ChangeReader::open(const FrameHeader& header, ByteReader* payload, StreamCodec* codec, uint32_t* positions,
+                          uint64_t* words) {
+  h_ = header;
+  codec_ = codec;
+  positions_ = positions;
+  words_ = words;
+  next_ = done_ = 0;
+  DCR_TRY(open_positions(payload));
+  return open_values(payload);
+}
+
+Status ChangeReader::open_positions(ByteReader* payload) {
+  lazy_gaps_ = false;
+  switch (h_.pos_coding) {
+    case PosCoding::all:
+      for (uint64_t j = 0; j < h_.changed; ++j) positions_[j] = static_cast<uint32_t>(j);
+      return Status::ok();
+    case PosCoding::bitmap: return read_bitmap(payload, codec_, h_.changed, h_.count(), positions_);
+    case PosCoding::gaps_varint: return read_varint_gaps(payload, codec_, h_.changed, h_.count(), positions_);
+    case PosCoding::gaps_token:
+      lazy_gaps_ = true;
+      return gaps_.open(payload, codec_, h_.changed, 0, "gap token");
+  }
+  return Status(Code::corrupt, "unknown position coding");
+}
+
+Status ChangeReader::open_values(ByteReader* payload) {
+  lazy_values_ = h_.value_packing == ValuePacking::tokens;
+  if (lazy_values_) return values_.open(payload, codec_, h_.changed, 2, "value token");
+  return read_value_bytes(h_.value_packing, payload, codec_, h_.changed, h_.elem_width, words_);
+}
+
+Status ChangeReader::decode(uint64_t upto) {
+  if (lazy_gaps_) {
+    const uint64_t count = h_.count();
+    const auto vectorised = [&](const TokenPair& tokens, uint64_t from, uint64_t to, uint64_t* bit_pos) {
+      return decode_gaps_avx512(tokens, to - from, count, &next_, bit_pos, positions_ + from);
+    };
+    DCR_TRY(gaps_.decode(upto, vectorised, [&](uint64_t j, uint64_t gap) {
+      if (gap >= count - next_) return false;  // past the end of the box
+      positions_[j] = static_cast<uint32_t>(next_ + gap);
+      next_ += gap + 1;
+      return true;
+    }));
+  }
+  if (lazy_values_) {
+    const unsigned width = h_.elem_width;
+    const uint64_t mask = width_mask(width);
+    const auto vectorised = [&](const TokenPair& tokens, uint64_t from, uint64_t to, uint64_t* bit_pos) {
+      return decode_words_avx512(tokens, to - from, width, bit_pos, words_ + from);
+    };
+    DCR_TRY(values_.decode(upto, vectorised, [&](uint64_t j, uint64_t word) {
+      words_[j] = word;
+      return (word & ~mask) == 0;  // no wider than the element
+    }));
+  }
+  done_ = upto;
   return Status::ok();
 }
 

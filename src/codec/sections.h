@@ -32,9 +32,47 @@ void build_positions(PosCoding coding, const uint32_t* positions, uint64_t chang
 void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed, unsigned width,
                   Section* section);
 
-Status read_positions(PosCoding coding, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                      uint64_t count, uint32_t* positions);
-Status read_values(ValuePacking packing, ByteReader* reader, StreamCodec* codec, uint64_t changed,
-                   unsigned width, uint64_t* words);
+// A frame's changes, read in order a slice at a time: positions and words [0, done()) are decoded.
+// Token-coded sections (the encoder's usual choice) decode as far as asked, so a receiver can apply
+// one block of changes while it is in cache; other codings decode in full at open. Every count,
+// order and bound is checked as it is decoded.
+class ChangeReader {
+ public:
+  // Takes both sections of the payload of `header` from `payload`, which must then be consumed.
+  Status open(const FrameHeader& header, ByteReader* payload, StreamCodec* codec, uint32_t* positions,
+              uint64_t* words);
+  // Decodes the changes [done(), upto); `upto` is a multiple of kSlice or the frame's change count.
+  Status decode(uint64_t upto);
+  uint64_t done() const { return done_; }
+  static constexpr uint64_t kSlice = 32;
+
+ private:
+  // One stream pair of tokens (symbols, then their extra bits), decoded in order.
+  struct Tokens {
+    StreamCodec* codec = nullptr;
+    int slot = 0;
+    const char* what = "";
+    const uint8_t* symbols = nullptr;
+    const uint8_t* extras = nullptr;
+    size_t extra_bytes = 0;
+    uint64_t n = 0;
+    uint64_t done = 0;
+    uint64_t bit_pos = 0;
+    Status open(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, const char* what);
+    template <typename Prefix, typename Emit>
+    Status decode(uint64_t upto, Prefix prefix, Emit emit);
+  };
+
+  Status open_positions(ByteReader* payload);
+  Status open_values(ByteReader* payload);
+  FrameHeader h_;
+  StreamCodec* codec_ = nullptr;
+  uint32_t* positions_ = nullptr;
+  uint64_t* words_ = nullptr;
+  Tokens gaps_, values_;
+  bool lazy_gaps_ = false, lazy_values_ = false;
+  uint64_t next_ = 0;  // the position after the last decoded change
+  uint64_t done_ = 0;
+};
 
 }  // namespace dcr

@@ -13,10 +13,16 @@ struct StreamCodec::Impl {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   std::vector<uint8_t> candidate;
   std::vector<uint8_t> rans_scratch;
-  std::vector<RansSlot> slots;
-  std::vector<uint8_t> decoded[kStreamSlots];
   Histogram hist;
   RansTable table;
+  struct Reading {  // one stream being read
+    std::vector<uint8_t> decoded;
+    RansTable table;
+    std::vector<RansSlot> lookup;
+    RansDecoder rans;
+    bool lazy = false;  // rANS: decoded as far as asked
+  };
+  Reading reading[kStreamSlots];
   ~Impl() {
     ZSTD_freeCCtx(cctx);
     ZSTD_freeDCtx(dctx);
@@ -98,7 +104,14 @@ Coder StreamCodec::write(const uint8_t* data, size_t size, const StreamOptions& 
 
 Status StreamCodec::read(ByteReader* reader, size_t max_size, int slot, const uint8_t** data,
                          size_t* decoded_size) {
-  Impl& m = *impl_;
+  DCR_TRY(open(reader, max_size, slot, data, decoded_size));
+  return decode(slot, *decoded_size);
+}
+
+Status StreamCodec::open(ByteReader* reader, size_t max_size, int slot, const uint8_t** data,
+                         size_t* decoded_size) {
+  Impl::Reading& r = impl_->reading[slot];
+  r.lazy = false;
   uint64_t coder = 0, size = 0, code_size = 0;
   DCR_TRY(reader->read_le(1, &coder));
   DCR_TRY(reader->read_varint(&size));
@@ -109,7 +122,7 @@ Status StreamCodec::read(ByteReader* reader, size_t max_size, int slot, const ui
   *decoded_size = size;
   const uint8_t* code;
   DCR_TRY(reader->take(code_size, &code));
-  std::vector<uint8_t>& out = m.decoded[slot];
+  std::vector<uint8_t>& out = r.decoded;
   switch (static_cast<Coder>(coder)) {
     case Coder::raw:
       DCR_REQUIRE(code_size == size, Code::corrupt, "raw stream length differs from its size");
@@ -117,7 +130,7 @@ Status StreamCodec::read(ByteReader* reader, size_t max_size, int slot, const ui
       return Status::ok();
     case Coder::zstd: {
       out.resize(size);
-      const size_t got = ZSTD_decompressDCtx(m.dctx, out.data(), size, code, code_size);
+      const size_t got = ZSTD_decompressDCtx(impl_->dctx, out.data(), size, code, code_size);
       DCR_REQUIRE(!ZSTD_isError(got), Code::corrupt,
                   std::string("zstd stream: ") + ZSTD_getErrorName(got));
       DCR_REQUIRE(got == size, Code::corrupt, "zstd stream decodes to the wrong length");
@@ -127,16 +140,24 @@ Status StreamCodec::read(ByteReader* reader, size_t max_size, int slot, const ui
     case Coder::rans:
     case Coder::rans32: {
       ByteReader table_reader(code, code_size, "rANS table");
-      DCR_TRY(m.table.read(&table_reader));
+      DCR_TRY(r.table.read(&table_reader));
       const size_t table_size = table_reader.position();
       out.resize(size);
-      DCR_TRY(rans_decode(code + table_size, code_size - table_size, m.table, size,
-                          rans_lanes(static_cast<Coder>(coder)), &m.slots, out.data()));
+      r.lookup.resize(kRansProbScale);
+      DCR_TRY(r.rans.start(code + table_size, code_size - table_size, r.table, size,
+                           rans_lanes(static_cast<Coder>(coder)), r.lookup.data()));
+      r.lazy = true;
       *data = out.data();
       return Status::ok();
     }
   }
   return Status(Code::corrupt, "unknown stream coder " + std::to_string(coder));
+}
+
+Status StreamCodec::decode(int slot, size_t upto) {
+  Impl::Reading& r = impl_->reading[slot];
+  if (!r.lazy || upto <= r.rans.done()) return Status::ok();
+  return r.rans.decode(upto, r.decoded.data());
 }
 
 }  // namespace dcr

@@ -1,6 +1,7 @@
 // Malformed frames: every single-bit flip and every truncation of sample frames is rejected with a
 // clear error; payload damage behind valid checksums is caught by structure checks or by the
-// target hash, and the destination is never left changed unless it equals the target.
+// target hash, and the destination is never left changed unless it equals the target (also when
+// the damage is found after apply has scattered earlier blocks).
 #include <gtest/gtest.h>
 
 #include "dcr/codec/decoder.h"
@@ -36,6 +37,9 @@ std::vector<Sample> samples() {
       {"bf16 tokens", 2, 3000, 0.03, {}, false}, {"u8 bitmap", 1, 900, 0.2, bitmap, false},
       {"f32 varint", 4, 700, 0.05, varint, false}, {"i64 overwrite", 8, 300, 0.1, planes, false},
       {"bf16 xor", 2, 2000, 0.02, xor_tokens, false}, {"bf16 full", 2, 500, 1.0, {}, true},
+      // Longer than two of apply's blocks (16Ki elements), which it decodes one at a time and
+      // scatters as it goes: damage found late in the payload comes after earlier blocks changed.
+      {"bf16 tokens, 3 blocks", 2, 40000, 0.02, {}, false},
   };
   for (const Spec& s : specs) {
     Sample sample{s.name, s.width, test::random_bytes(s.count * s.width, s.count), {}, {}};

@@ -54,6 +54,43 @@ TEST(Rans, RoundTripsSkewedUniformAndSingleSymbolInputs) {
   limit_simd(SimdLevel::avx512_vbmi);
 }
 
+// Apply decodes a frame's streams a slice at a time while it scatters: every slicing gives the
+// symbols of one call, and a damaged code fails by its last slice at the latest.
+TEST(Rans, DecodesSliceBySliceAsInOneCall) {
+  const std::vector<uint8_t> symbols = skewed_symbols(20011, 3);
+  Histogram hist;
+  histogram_of(symbols.data(), symbols.size(), &hist);
+  RansTable table;
+  table.build(hist);
+  for (SimdLevel level : {SimdLevel::avx512_vbmi, SimdLevel::scalar}) {
+    limit_simd(level);
+    for (unsigned lanes : {4u, 32u}) {
+      std::vector<uint8_t> code, scratch;
+      rans_encode(symbols.data(), symbols.size(), table, lanes, &scratch, &code);
+      for (size_t slice : {size_t{32}, size_t{64}, size_t{4096}}) {
+        for (size_t cut : {size_t{0}, size_t{2}}) {  // the whole code, or its last word missing
+          std::vector<RansSlot> lookup(kRansProbScale);
+          std::vector<uint8_t> decoded(symbols.size());
+          RansDecoder decoder;
+          Status s = decoder.start(code.data(), code.size() - cut, table, symbols.size(), lanes, lookup.data());
+          for (size_t done = 0; s.is_ok() && done < symbols.size();) {
+            done = std::min(symbols.size(), done + slice);
+            s = decoder.decode(done, decoded.data());
+          }
+          const std::string what = std::to_string(lanes) + " lanes, slices of " + std::to_string(slice);
+          if (cut == 0) {
+            EXPECT_TRUE(s.is_ok()) << what << ": " << s.to_string();
+            EXPECT_EQ(decoded, symbols) << what;
+          } else {
+            EXPECT_EQ(s.code(), Code::corrupt) << what;
+          }
+        }
+      }
+    }
+  }
+  limit_simd(SimdLevel::avx512_vbmi);
+}
+
 std::vector<uint8_t> stream_at(SimdLevel level, const std::vector<uint8_t>& symbols) {
   limit_simd(level);
   StreamCodec codec;

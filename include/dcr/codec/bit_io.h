@@ -80,6 +80,7 @@ class BitReader {
 
   // Moves the read position to bit `bit` (<= 8 * size) of the stream.
   void seek(size_t bit) { bit_pos_ = bit; }
+  size_t position() const { return bit_pos_; }
 
   // Whether 8 bytes can be loaded at the read position: get_unchecked may then take up to 56 bits.
   bool has_window() const { return (bit_pos_ >> 3) + 8 <= size_; }

@@ -7,14 +7,20 @@
 //     target hash;
 //   anything else -> refused with Code::base_mismatch, the box left as it was (repair it with a
 //     full frame).
-// A malformed frame is refused before the box is touched. A delta frame is scattered in one pass
-// that hashes each block before and after, keeping the old bits; every outcome but "applied" puts
-// them back before returning, and a result that misses the target hash returns
-// Code::target_mismatch, so a failed apply never leaves a box half-changed.
+// A frame whose header or payload checksum fails is refused before the box is touched. A delta
+// frame is decoded and scattered in one pass over the box, a block at a time: the changes of a
+// block are decoded while its bytes are fetched, then the block is scattered (keeping the old bits)
+// and hashed. For xor and delta frames the result is the target exactly when the box held the base
+// (their apply is one-to-one in the old bits), so the hash after decides; overwrite frames also
+// hash each block before its scatter. Every outcome but "applied" puts the old bits back before
+// returning (a payload that passes its checksum yet fails to decode midway too), and a result that
+// misses the target hash returns Code::target_mismatch, so a failed apply never leaves a box
+// half-changed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dcr/codec/frame.h"
@@ -29,6 +35,8 @@ constexpr uint64_t kAnyVersion = UINT64_MAX;
 
 enum class ApplyOutcome { applied, already_applied };
 
+class ChangeReader;
+
 struct DecodedFrame {
   FrameHeader header;
   std::vector<uint32_t> positions;  // ascending offsets in the box's row-major order
@@ -37,6 +45,9 @@ struct DecodedFrame {
 
 class FrameDecoder {
  public:
+  FrameDecoder();
+  ~FrameDecoder();
+
   // Parses, validates and decodes a frame whose box has at most `max_elements` elements.
   Status decode(const uint8_t* frame, size_t size, uint64_t max_elements, DecodedFrame* out);
 
@@ -47,9 +58,10 @@ class FrameDecoder {
                ApplyOutcome* outcome);
 
  private:
-  Status decode_payload(const uint8_t* frame, DecodedFrame* out);
+  Status open_changes(const uint8_t* frame, DecodedFrame* out);
   Status apply_copy(const uint8_t* frame, const Region& box, ApplyOutcome* outcome);
   StreamCodec codec_;
+  std::unique_ptr<ChangeReader> changes_;
   DecodedFrame scratch_;
   Hasher hasher_;  // the box before a scatter
   Hasher after_;   // and after it

@@ -71,8 +71,31 @@ inline RansSlot rans_slot(uint32_t freq, uint32_t k, uint8_t symbol) { return ((
 void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
                  std::vector<uint8_t>* scratch, std::vector<uint8_t>* out);
 
-// Decodes exactly `count` symbols from `code`; fails with Code::corrupt unless the code is
-// consumed exactly and the final states are the initial ones.
+// Decodes the `count` symbols of `code` a slice at a time, in order (a receiver can decode the
+// changes of one block of the destination, then apply them while the block is in cache). The slice
+// that ends the stream fails with Code::corrupt unless the code is consumed exactly and the final
+// states are the initial ones.
+class RansDecoder {
+ public:
+  // `lookup` (kRansProbScale slots, filled here from `table`) must outlive the decoding.
+  Status start(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
+               RansSlot* lookup);
+  // Symbols [done(), upto) into symbols[done(), upto); `upto` is a multiple of the lanes or the count.
+  Status decode(size_t upto, uint8_t* symbols);
+  size_t done() const { return done_; }
+
+ private:
+  const uint8_t* code_ = nullptr;
+  size_t code_bytes_ = 0;
+  size_t pos_ = 0;  // the next code byte
+  size_t count_ = 0;
+  size_t done_ = 0;
+  unsigned lanes_ = 4;
+  const RansSlot* lookup_ = nullptr;
+  uint32_t x_[32];
+};
+
+// All `count` symbols of `code` in one call (RansDecoder::start, then decode(count)).
 Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
                    std::vector<RansSlot>* slots, uint8_t* symbols);
 

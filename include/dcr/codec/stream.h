@@ -40,6 +40,12 @@ class StreamCodec {
   static constexpr int kStreamSlots = 8;
   Status read(ByteReader* reader, size_t max_size, int slot, const uint8_t** data, size_t* size);
 
+  // The same a slice at a time: open takes the stream's header and code from `reader`; its bytes
+  // [0, upto) are then at *data once decode(slot, upto) succeeds (raw and zstd streams decode in
+  // full at open; rANS streams as far as asked, `upto` a multiple of 32 or the size).
+  Status open(ByteReader* reader, size_t max_size, int slot, const uint8_t** data, size_t* size);
+  Status decode(int slot, size_t upto);
+
   // Estimated size (header included) of a stream of `size` symbols distributed as `hist` (counts
   // of any total, e.g. from a sample), coded with the better of raw and rANS.
   static double estimate(const Histogram& hist, size_t size);
