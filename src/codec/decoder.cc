@@ -59,24 +59,52 @@ struct BoxHashes {
 };
 
 constexpr uint64_t kBlockElements = 1 << 14;
-// Between two slices of decoding the pass asks for the box's lines the new changes reach: about 40
-// lines at 5% changed, few enough not to stall the decoding (larger bursts measured slower).
-constexpr uint64_t kApplySlice = 2 * ChangeReader::kSlice;
-constexpr uint64_t kPrefetchAhead = 4096;      // bytes asked for past the last decoded change
-constexpr uint64_t kPrefetchWindow = 1 << 17;  // and at most this far past the block being applied
+constexpr uint64_t kApplySlice = 2 * ChangeReader::kSlice;  // changes decoded between two asks
+
+// Brings a box's lines into cache ahead of the pass over it, in order. While changes are decoded it
+// asks for at most kLinesPerAsk lines after each slice, as far as the decoded changes reach: the
+// decoding hides the fetch (about 40 lines a slice at 5% changed; longer bursts of prefetches
+// measured slower, many of them seemingly dropped). Whatever a block still lacks when its pass
+// begins is read in one sequential sweep, which the hardware prefetcher streams; that is all of a
+// block whose few changes took little decoding.
+class BoxFetch {
+ public:
+  BoxFetch(const uint8_t* data, uint64_t bytes) : data_(data), bytes_(bytes) {}
+
+  // After a slice: the changes decoded reach byte `reach`; the pass is at byte `pass`.
+  void ask(uint64_t reach, uint64_t pass) {
+    const uint64_t until = std::min({bytes_, reach + kAhead, pass + kWindow, next_ + kLinesPerAsk * 64});
+    // Into the outer caches: fetched into L1 they would push out the decoders' tables.
+    for (; next_ < until; next_ += 64) __builtin_prefetch(data_ + next_, 0, 1);
+  }
+
+  // Reads the lines up to byte `end` not asked for yet.
+  void sweep(uint64_t end) {
+    uint8_t sum = 0;
+    for (; next_ < end; next_ += 64) sum |= data_[next_];
+    sink_ = sum;
+  }
+
+ private:
+  static constexpr uint64_t kLinesPerAsk = 64;
+  static constexpr uint64_t kAhead = 4096;      // bytes asked for past the last decoded change
+  static constexpr uint64_t kWindow = 1 << 17;  // and at most this far past the pass
+  const uint8_t* data_;
+  uint64_t bytes_;
+  uint64_t next_ = 0;  // the next byte to ask for
+  volatile uint8_t sink_ = 0;  // keeps the sweep's reads
+};
 
 // Decodes changes until those of box elements below `end` are all in (or the frame's are), asking
-// for the box's lines as far as the decoded changes reach meanwhile: the decoding then hides the
-// fetch, and the pass over the block finds it in cache. *fetched is the next byte to ask for.
-Status decode_through(ChangeReader* changes, const uint32_t* positions, uint64_t changed, uint64_t end,
-                      const uint8_t* data, unsigned width, uint64_t limit, uint64_t* fetched) {
+// for the box's lines meanwhile, then reads in what the block [begin, end) still lacks.
+Status decode_through(ChangeReader* changes, const uint32_t* positions, uint64_t changed, uint64_t begin,
+                      uint64_t end, unsigned width, BoxFetch* fetch) {
   while (changes->done() < changed && (changes->done() == 0 || positions[changes->done() - 1] < end)) {
     const uint64_t upto = std::min(changed, changes->done() + kApplySlice);
     DCR_TRY(changes->decode(upto));
-    const uint64_t reach = std::min(limit, (positions[upto - 1] + uint64_t{1}) * width + kPrefetchAhead);
-    // Into the outer caches: fetched into L1 they would push out the decoders' tables.
-    for (; *fetched < reach; *fetched += 64) __builtin_prefetch(data + *fetched, 0, 1);
+    fetch->ask((positions[upto - 1] + uint64_t{1}) * width, begin * width);
   }
+  fetch->sweep(end * width);
   return Status::ok();
 }
 
@@ -96,11 +124,10 @@ Status scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, ChangeRead
   before.start(bytes);
   after.start(bytes);
   uint64_t& j = *applied;
-  uint64_t fetched = 0;
+  BoxFetch fetch(data, bytes);
   for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
     const uint64_t end = std::min(count, begin + kBlockElements);
-    const uint64_t limit = std::min(bytes, begin * r.width + kPrefetchWindow);
-    DCR_TRY(decode_through(changes, positions, changed, end, data, r.width, limit, &fetched));
+    DCR_TRY(decode_through(changes, positions, changed, begin, end, r.width, &fetch));
     const uint64_t first = j;
     j = std::lower_bound(positions + first, positions + changes->done(), end) - positions;
     if (hashes->with_before) before.feed(data, begin * r.width, end * r.width);
