@@ -148,7 +148,9 @@ Status StreamCodec::open(ByteReader* reader, size_t max_size, int slot, const ui
                            rans_lanes(static_cast<Coder>(coder)), r.lookup.data()));
       r.lazy = true;
       *data = out.data();
-      return Status::ok();
+      // A short stream (4 states) decodes in full here: a slice of it is little work next to the
+      // call, and decoding the streams of a frame one after the other keeps one slot table in L1.
+      return static_cast<Coder>(coder) == Coder::rans ? decode(slot, size) : Status::ok();
     }
   }
   return Status(Code::corrupt, "unknown stream coder " + std::to_string(coder));

@@ -39,7 +39,8 @@ std::vector<Sample> samples() {
       {"bf16 xor", 2, 2000, 0.02, xor_tokens, false}, {"bf16 full", 2, 500, 1.0, {}, true},
       // Longer than two of apply's blocks (16Ki elements), which it decodes one at a time and
       // scatters as it goes: damage found late in the payload comes after earlier blocks changed.
-      {"bf16 tokens, 3 blocks", 2, 40000, 0.02, {}, false},
+      // The second has streams long enough for the 32-state rANS coder, decoded a slice at a time.
+      {"bf16 tokens, 3 blocks", 2, 40000, 0.02, {}, false}, {"bf16 tokens, 3 dense blocks", 2, 34000, 0.3, {}, false},
   };
   for (const Spec& s : specs) {
     Sample sample{s.name, s.width, test::random_bytes(s.count * s.width, s.count), {}, {}};

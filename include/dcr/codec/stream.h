@@ -41,8 +41,8 @@ class StreamCodec {
   Status read(ByteReader* reader, size_t max_size, int slot, const uint8_t** data, size_t* size);
 
   // The same a slice at a time: open takes the stream's header and code from `reader`; its bytes
-  // [0, upto) are then at *data once decode(slot, upto) succeeds (raw and zstd streams decode in
-  // full at open; rANS streams as far as asked, `upto` a multiple of 32 or the size).
+  // [0, upto) are then at *data once decode(slot, upto) succeeds (raw, zstd and short rANS streams
+  // decode in full at open; long rANS streams as far as asked, `upto` a multiple of 32 or the size).
   Status open(ByteReader* reader, size_t max_size, int slot, const uint8_t** data, size_t* size);
   Status decode(int slot, size_t upto);
 
