@@ -180,7 +180,7 @@ Status scatter_swap_and_hash(const Region& r, ValueMode mode, ChangeReader* chan
     }
   }
   *applied = changed;
-  hashes->before = before->digest();
+  if (hashes->with_before) hashes->before = before->digest();
   hashes->after = after->digest();
   return Status::ok();
 }

@@ -282,12 +282,4 @@ Status RansDecoder::decode(size_t upto, uint8_t* symbols) {
   return Status::ok();
 }
 
-Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
-                   std::vector<RansSlot>* slots, uint8_t* symbols) {
-  slots->resize(kRansProbScale);
-  RansDecoder decoder;
-  DCR_TRY(decoder.start(code, code_bytes, table, count, lanes, slots->data()));
-  return decoder.decode(count, symbols);
-}
-
 }  // namespace dcr

@@ -32,8 +32,11 @@ std::vector<uint8_t> roundtrip(const std::vector<uint8_t>& symbols, unsigned lan
   RansTable read_back;
   EXPECT_TRUE(read_back.read(&reader).is_ok());
   std::vector<uint8_t> decoded(symbols.size());
-  const Status s = rans_decode(code.data() + reader.position(), code.size() - reader.position(), read_back,
-                               symbols.size(), lanes, &lookup, decoded.data());
+  lookup.resize(kRansProbScale);
+  RansDecoder decoder;
+  Status s = decoder.start(code.data() + reader.position(), code.size() - reader.position(), read_back,
+                           symbols.size(), lanes, lookup.data());
+  if (s.is_ok()) s = decoder.decode(symbols.size(), decoded.data());
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   return decoded;
 }

@@ -95,8 +95,4 @@ class RansDecoder {
   uint32_t x_[32];
 };
 
-// All `count` symbols of `code` in one call (RansDecoder::start, then decode(count)).
-Status rans_decode(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
-                   std::vector<RansSlot>* slots, uint8_t* symbols);
-
 }  // namespace dcr
