@@ -145,6 +145,16 @@ Status scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, ChangeRead
   return Status::ok();
 }
 
+// The offsets of changes [first, last) in the run of elements that starts at box element
+// `run_start`: the box's own positions when it is 0, else copied into `local`.
+const uint32_t* offsets_in_run(const uint32_t* positions, uint64_t first, uint64_t last, uint64_t run_start,
+                               std::vector<uint32_t>* local) {
+  if (run_start == 0) return positions + first;
+  local->resize(last - first);
+  for (uint64_t i = first; i < last; ++i) (*local)[i - first] = static_cast<uint32_t>(positions[i] - run_start);
+  return local->data();
+}
+
 // The same over any region, one contiguous run of elements at a time (the whole box when its rows
 // are adjacent in memory, else each row; long runs in blocks), hashed through the streaming Hasher,
 // once every change is decoded.
@@ -168,12 +178,7 @@ Status scatter_swap_and_hash(const Region& r, ValueMode mode, ChangeReader* chan
       const uint64_t end = std::min(run, begin + kBlockElements);
       const uint64_t first = j;
       j = std::lower_bound(positions + first, positions + changed, run_start + end) - positions;
-      const uint32_t* in_run = positions + first;  // offsets in the run: the box's own when k == 0
-      if (k > 0) {
-        local->resize(j - first);
-        for (uint64_t i = first; i < j; ++i) (*local)[i - first] = static_cast<uint32_t>(positions[i] - run_start);
-        in_run = local->data();
-      }
+      const uint32_t* in_run = offsets_in_run(positions, first, j, run_start, local);
       if (hashes->with_before) before->update(data + begin * r.width, (end - begin) * r.width);
       scatter_swap(data, run, r.width, mode, in_run, j - first, words + first);
       after->update(data + begin * r.width, (end - begin) * r.width);
@@ -193,10 +198,13 @@ void scatter_back(const Region& r, const uint32_t* positions, uint64_t n, uint64
   for (uint64_t k = 0; k < r.box.rows && j < n; ++k) {
     const uint64_t first = j, run_start = k * r.box.cols;
     j = std::lower_bound(positions + first, positions + n, run_start + r.box.cols) - positions;
-    local->resize(j - first);
-    for (uint64_t i = first; i < j; ++i) (*local)[i - first] = static_cast<uint32_t>(positions[i] - run_start);
-    scatter_swap(r.row(k), r.box.cols, r.width, ValueMode::overwrite, local->data(), j - first, words + first);
+    scatter_swap(r.row(k), r.box.cols, r.width, ValueMode::overwrite,
+                 offsets_in_run(positions, first, j, run_start, local), j - first, words + first);
   }
+}
+
+std::string missed_target_message(const FrameHeader& h) {
+  return "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored";
 }
 
 std::string neither_message(const FrameHeader& h) {
@@ -240,8 +248,7 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
     return Status::ok();
   }
   DCR_REQUIRE(before == h.base_hash, Code::base_mismatch, neither_message(h));
-  return Status(Code::target_mismatch,
-                "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
+  return Status(Code::target_mismatch, missed_target_message(h));
 }
 
 // A full frame carries the box's bits as they are: copy them in (keeping the old bits to put back
@@ -265,8 +272,7 @@ Status FrameDecoder::apply_copy(const uint8_t* frame, const Region& box, ApplyOu
   copy_in(box, values);
   if (region_hash(box) != h.target_hash) {
     copy_in(box, old_bits_.data());
-    return Status(Code::target_mismatch,
-                  "frame " + h.describe() + ": bits after apply do not match the target hash; the box was restored");
+    return Status(Code::target_mismatch, missed_target_message(h));
   }
   *outcome = ApplyOutcome::applied;
   return Status::ok();
