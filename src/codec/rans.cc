@@ -136,20 +136,12 @@ Status RansTable::read(ByteReader* reader) {
 
 namespace {
 
-// Stores a 16-bit word little-endian (renormalisation words travel little-endian).
-inline void store_le16(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
-
-inline uint32_t load_le16(const uint8_t* p) { return p[0] | (static_cast<uint32_t>(p[1]) << 8); }
-
 // Branch-free: at most one 16-bit word leaves the state per symbol. The word is stored whether it
 // is emitted or not; an unemitted store lands below the stream start and is overwritten later.
 inline void encode_one(uint32_t& x, uint8_t s, const RansTable& table, uint8_t*& ptr) {
   const uint32_t f = table.freq(s);
   const bool emit = x >= (f << (31 - kRansProbBits));
-  store_le16(ptr - 2, x);
+  store_le(ptr - 2, x, 2);  // renormalisation words travel little-endian
   ptr -= emit ? 2 : 0;
   x = emit ? x >> 16 : x;
   const uint32_t q = static_cast<uint32_t>((x * table.reciprocal(s)) >> table.reciprocal_shift(s));
@@ -165,7 +157,7 @@ inline uint8_t decode_step(uint32_t& x, const RansSlot* lookup) {
 // Refills a state below kLow from the next word; the caller guarantees two bytes remain.
 inline void refill(uint32_t& x, const uint8_t* code, size_t& pos) {
   const bool need = x < kLow;
-  const uint32_t word = load_le16(code + pos);
+  const uint32_t word = static_cast<uint32_t>(get_le(code + pos, 2));
   x = need ? (x << 16) | word : x;
   pos += need ? 2 : 0;
 }
