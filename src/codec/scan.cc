@@ -28,10 +28,8 @@ DCR_AVX2 uint64_t element_bits(uint64_t byte_diff, unsigned width) {
   }
 }
 
-DCR_AVX2 uint64_t scan_avx2(const uint8_t* base,
-                                                           const uint8_t* target, uint64_t begin,
-                                                           uint64_t end, unsigned width,
-                                                           uint32_t* positions) {
+DCR_AVX2 uint64_t scan_avx2(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
+                            unsigned width, uint32_t* positions) {
   const uint64_t per_block = 64 / width;
   const uint64_t first_block = (begin + per_block - 1) / per_block;
   const uint64_t blocks = end / per_block;
