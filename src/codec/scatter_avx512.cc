@@ -1,9 +1,10 @@
 // Sixteen changes at a time: the old bits are gathered as 32-bit words (the element and its
-// neighbour), the new bits computed in the lanes, and the words scattered back with the neighbour's
-// bits as read. Scatters write overlapping lanes in lane order, so where the neighbour is itself the
-// next change, the next lane's write (with its new bits) lands last. The group's gather precedes
-// its scatter, and groups run in order, so every lane reads bits no earlier lane has yet to write.
+// neighbour; only the element's half is used), the new bits computed in the lanes, and each stored
+// back as a plain 16-bit store. Zen 4's 16-lane scatter measured about a quarter slower than the
+// sixteen stores. Positions are distinct, so no lane reads what another writes.
 #include "src/codec/scatter_avx512.h"
+
+#include <cstring>
 
 #include "dcr/codec/simd.h"
 #include "src/codec/value_mode_avx512.h"
@@ -17,11 +18,12 @@ namespace {
 template <ValueMode M>
 DCR_AVX512 uint64_t scatter(uint8_t* dst, uint64_t groups, const uint32_t* positions, uint64_t* words) {
   for (uint64_t g = 0; g < groups; ++g) {
-    const __m512i pos = _mm512_loadu_si512(positions + 16 * g);
-    const __m512i pair = avx512::gather32<2>(dst, pos);
-    const __m512i old_bits = _mm512_and_si512(pair, avx512::low16());
+    const uint32_t* at = positions + 16 * g;
+    const __m512i old_bits = _mm512_and_si512(avx512::gather32<2>(dst, _mm512_loadu_si512(at)), avx512::low16());
     const __m512i new_bits = avx512::apply16<M>(old_bits, avx512::load_words16(words + 16 * g));
-    _mm512_i32scatter_epi32(dst, pos, _mm512_or_si512(_mm512_andnot_si512(avx512::low16(), pair), new_bits), 2);
+    alignas(32) uint16_t out[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(new_bits));
+    for (int k = 0; k < 16; ++k) std::memcpy(dst + 2 * uint64_t{at[k]}, out + k, 2);
     avx512::store_words16(words + 16 * g, old_bits);
   }
   return 16 * groups;
