@@ -1,5 +1,6 @@
 # Encode and apply speed of dcr's codec per change case (perf/bench_codec.sh), one thread: GB/s of
-# model bytes beside memcpy of the same model in the same run, and as a share of that memcpy.
+# model bytes beside memcpy of the same model and XXH3 of each frame's base and target bits (what
+# every delta encode must read and hash) in the same run, and as a share of that memcpy.
 # Set by perf/report.sh: data (codec-speed.csv), bars (cases in it), out (PNG).
 set terminal pngcairo size (bars * 110 + 300 > 1300 ? bars * 110 + 300 : 1300), 620 font ",11" noenhanced
 set output out
@@ -17,7 +18,8 @@ set xlabel "change case (changed elements)"
 set ylabel "GB/s"
 plot data using 2:xtic(1) lc rgb "#1f77b4" title "encode", \
      "" using 3 lc rgb "#ff7f0e" title "apply", \
-     "" using 4 lc rgb "#bbbbbb" title "memcpy"
+     "" using 4 lc rgb "#bbbbbb" title "memcpy", \
+     "" using 5 lc rgb "#7f7f7f" title "XXH3 of base + target"
 set title "share of memcpy bandwidth"
 set ylabel "GB/s / memcpy GB/s"
 plot data using ($2 / $4):xtic(1) lc rgb "#1f77b4" title "encode", \

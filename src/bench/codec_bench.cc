@@ -80,12 +80,16 @@ class CaseRunner {
     record_wire(modes, r);
     Bits dst, copy;
     copy_bits(base, &copy);
-    double encode = 1e30, apply = 1e30, memcpy = 1e30;
+    double encode = 1e30, apply = 1e30, memcpy = 1e30, hash = 1e30;
     for (int rep = 0; rep < options_.repetitions; ++rep) {
       evict_caches();
       auto start = Clock::now();
       copy_bits(base, &copy);
       memcpy = std::min(memcpy, seconds_since(start));
+      evict_caches();
+      start = Clock::now();
+      hash_sink_ += hash_frames(base, target);
+      hash = std::min(hash, seconds_since(start));
       evict_caches();
       start = Clock::now();
       DCR_TRY(encode_once(base, target, nullptr));
@@ -99,6 +103,7 @@ class CaseRunner {
     r->encode_gbps = r->model_bytes / encode / 1e9;
     r->apply_gbps = r->model_bytes / apply / 1e9;
     r->memcpy_gbps = r->model_bytes / memcpy / 1e9;
+    r->hash_gbps = r->model_bytes / hash / 1e9;
     r->bitexact = true;
     for (size_t t = 0; t < dst.size(); ++t) {
       r->bitexact = r->bitexact && hash64(dst[t].data(), dst[t].size()) == hash64(target[t].data(), target[t].size()) &&
@@ -121,6 +126,16 @@ class CaseRunner {
       if (modes != nullptr) ++(*modes)[value_mode_name(stats.value_mode)];
     }
     return Status::ok();
+  }
+
+  // The XXH3 hashes of every frame's base and target bits, which each delta frame's header carries:
+  // encode cannot read less than this.
+  uint64_t hash_frames(const Bits& base, const Bits& target) const {
+    uint64_t sum = 0;
+    for (const Box& box : slots_) {
+      sum += region_hash(tensor_region(manifest_, base, box)) ^ region_hash(tensor_region(manifest_, target, box));
+    }
+    return sum;
   }
 
   void record_wire(const std::map<std::string, int>& modes, CodecBenchRecord* r) const {
@@ -189,6 +204,7 @@ class CaseRunner {
   FrameDecoder decoder_;
   std::vector<uint8_t> evict_;
   volatile uint64_t evict_sink_ = 0;
+  volatile uint64_t hash_sink_ = 0;
 };
 
 Status load_pool(const CodecBenchOptions& options, RealWeights* pool, std::string* described) {
@@ -263,20 +279,23 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
 void print_codec_bench(const CodecBenchReport& report) {
   std::printf("model %s, master weights: %s, frames of up to %llu elements\n", report.model.c_str(),
               report.weights.c_str(), static_cast<unsigned long long>(report.frame_elements));
-  std::printf("%-12s %7s %10s %7s %10s %6s %10s %6s %10s %6s %7s %7s %7s %5s %5s %s\n", "case", "changed",
-              "wire MB", "B/chg", "bound MB", "ratio", "nemo MB", "x", "pulse MB", "x", "enc GB/s",
-              "app GB/s", "cpy GB/s", "enc/c", "app/c", "bitexact");
+  std::printf("%-12s %7s %10s %7s %10s %6s %10s %6s %10s %6s %7s %7s %7s %7s %5s %5s %5s %s\n", "case",
+              "changed", "wire MB", "B/chg", "bound MB", "ratio", "nemo MB", "x", "pulse MB", "x", "enc GB/s",
+              "app GB/s", "cpy GB/s", "hsh GB/s", "enc/c", "app/c", "enc/h", "bitexact");
   for (const CodecBenchRecord& r : report.records) {
-    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %10.3f %6.2f %10.3f %6.2f %7.2f %7.2f %7.2f %5.2f %5.2f %s\n",
+    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %10.3f %6.2f %10.3f %6.2f %7.2f %7.2f %7.2f %7.2f %5.2f %5.2f "
+                "%5.2f %s\n",
                 r.name.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6,
                 r.changed ? double(r.wire_bytes) / r.changed : 0.0, r.entropy_bound_bytes / 1e6,
                 r.wire_bytes / r.entropy_bound_bytes, r.nemo_style_bytes / 1e6,
                 double(r.nemo_style_bytes) / r.wire_bytes, r.pulse_style_bytes / 1e6,
-                double(r.pulse_style_bytes) / r.wire_bytes, r.encode_gbps, r.apply_gbps, r.memcpy_gbps,
-                r.encode_gbps / r.memcpy_gbps, r.apply_gbps / r.memcpy_gbps, r.bitexact ? "yes" : "NO");
+                double(r.pulse_style_bytes) / r.wire_bytes, r.encode_gbps, r.apply_gbps, r.memcpy_gbps, r.hash_gbps,
+                r.encode_gbps / r.memcpy_gbps, r.apply_gbps / r.memcpy_gbps, r.encode_gbps / r.hash_gbps,
+                r.bitexact ? "yes" : "NO");
   }
   std::printf("bound: positions H(p) bits per element + values at the empirical entropy of their XOR masks;\n"
-              "ratio = wire / bound; x = reference bytes / dcr bytes; GB/s = model bytes per second, one thread.\n");
+              "ratio = wire / bound; x = reference bytes / dcr bytes; GB/s = model bytes per second, one thread;\n"
+              "hsh = XXH3 of each frame's base and target bits (the header's two hashes: what encode must read).\n");
 }
 
 Status write_codec_bench_json(const CodecBenchReport& report, const std::string& path) {
@@ -290,7 +309,7 @@ Status write_codec_bench_json(const CodecBenchReport& report, const std::string&
                        {"bytes_per_changed_element", r.changed ? double(r.wire_bytes) / r.changed : 0.0},
                        {"nemo_style_bytes", r.nemo_style_bytes}, {"pulse_style_bytes", r.pulse_style_bytes},
                        {"encode_gbps", r.encode_gbps}, {"apply_gbps", r.apply_gbps},
-                       {"memcpy_gbps", r.memcpy_gbps}, {"bitexact", r.bitexact}, {"value_modes", r.choices}});
+                       {"memcpy_gbps", r.memcpy_gbps}, {"hash_gbps", r.hash_gbps}, {"bitexact", r.bitexact}, {"value_modes", r.choices}});
   }
   const nlohmann::json doc = {{"benchmark", "codec"}, {"model", report.model}, {"weights", report.weights},
                               {"frame_elements", report.frame_elements}, {"records", records}};

@@ -39,6 +39,7 @@ struct CodecBenchRecord {
   double encode_gbps = 0;
   double apply_gbps = 0;
   double memcpy_gbps = 0;
+  double hash_gbps = 0;  // XXH3 of every frame's base and target bits (the header's hashes)
   bool bitexact = false;
   std::string choices;  // how many frames took each value mode
 };

@@ -1,0 +1,97 @@
+// `dcr bench codec` end to end on the tiny preset: every case applies bit-exactly, the change rates
+// land where asked, dcr's bytes beat both reference encodings, and the JSON carries every key that
+// the table and perf/report.sh read. Speeds are only checked to be measured, never timed.
+#include <gtest/gtest.h>
+
+#include <cstdio>  // std::remove
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dcr/bench/codec_bench.h"
+
+namespace dcr {
+namespace {
+
+CodecBenchOptions tiny_options() {
+  CodecBenchOptions o;
+  o.model = "tiny";
+  o.weights = "none";
+  o.rates = {1, 5};
+  o.dense = false;
+  o.uniform = true;
+  o.repetitions = 1;
+  o.frame_elements = 1 << 20;
+  return o;
+}
+
+TEST(CodecBench, TinyModelAppliesBitExactlyAndBeatsBothReferenceEncodings) {
+  CodecBenchReport report;
+  const Status s = run_codec_bench(tiny_options(), &report);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_EQ(report.records.size(), 4u);  // adam 1%, adam 5%, uniform 3%, uniform 5%
+  const double asked[] = {0.01, 0.05, 0.03, 0.05};
+  for (size_t i = 0; i < report.records.size(); ++i) {
+    const CodecBenchRecord& r = report.records[i];
+    SCOPED_TRACE(r.name);
+    EXPECT_TRUE(r.bitexact);
+    EXPECT_NEAR(r.change_rate, asked[i], 0.2 * asked[i]);
+    EXPECT_GT(r.wire_bytes, 0u);
+    EXPECT_LT(r.wire_bytes, r.nemo_style_bytes);
+    EXPECT_LT(r.wire_bytes, r.pulse_style_bytes);
+    // The tiny preset's many small tensors each carry a frame header and tables (about 1.2x at 1%).
+    EXPECT_LT(static_cast<double>(r.wire_bytes), 1.3 * r.entropy_bound_bytes);
+    EXPECT_GT(r.encode_gbps, 0);
+    EXPECT_GT(r.apply_gbps, 0);
+    EXPECT_GT(r.memcpy_gbps, 0);
+    EXPECT_GT(r.hash_gbps, 0);
+  }
+}
+
+TEST(CodecBench, JsonCarriesEveryReportedKey) {
+  CodecBenchOptions o = tiny_options();
+  o.rates = {3};
+  o.uniform = false;
+  CodecBenchReport report;
+  ASSERT_TRUE(run_codec_bench(o, &report).is_ok());
+  const std::string path = ::testing::TempDir() + "dcr_codec_bench.json";
+  ASSERT_TRUE(write_codec_bench_json(report, path).is_ok());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(text.str());
+  EXPECT_EQ(doc["model"], "tiny");
+  ASSERT_EQ(doc["records"].size(), 1u);
+  for (const char* key : {"change_rate", "wire_bytes", "entropy_bound_bytes", "ratio_to_bound", "nemo_style_bytes",
+                          "pulse_style_bytes", "encode_gbps", "apply_gbps", "memcpy_gbps", "hash_gbps", "bitexact"}) {
+    EXPECT_TRUE(doc["records"][0].contains(key)) << key;
+  }
+  EXPECT_EQ(doc["records"][0]["bitexact"], true);
+  std::remove(path.c_str());
+}
+
+TEST(CodecBench, RefusesBadOptionsByName) {
+  struct Bad {
+    void (*set)(CodecBenchOptions*);
+    const char* named;
+  };
+  const Bad cases[] = {
+      {[](CodecBenchOptions* o) { o->frame_elements = 0; }, "--frame-elements"},
+      {[](CodecBenchOptions* o) { o->repetitions = 0; }, "--reps"},
+      {[](CodecBenchOptions* o) { o->rates = {100}; }, "change rates"},
+      {[](CodecBenchOptions* o) { o->model = "huge"; }, "huge"},
+  };
+  for (const Bad& bad : cases) {
+    CodecBenchOptions o = tiny_options();
+    bad.set(&o);
+    CodecBenchReport report;
+    const Status s = run_codec_bench(o, &report);
+    EXPECT_FALSE(s.is_ok()) << bad.named;
+    EXPECT_NE(s.message().find(bad.named), std::string::npos) << s.message();
+  }
+}
+
+}  // namespace
+}  // namespace dcr
