@@ -309,7 +309,8 @@ Status write_codec_bench_json(const CodecBenchReport& report, const std::string&
                        {"bytes_per_changed_element", r.changed ? double(r.wire_bytes) / r.changed : 0.0},
                        {"nemo_style_bytes", r.nemo_style_bytes}, {"pulse_style_bytes", r.pulse_style_bytes},
                        {"encode_gbps", r.encode_gbps}, {"apply_gbps", r.apply_gbps},
-                       {"memcpy_gbps", r.memcpy_gbps}, {"hash_gbps", r.hash_gbps}, {"bitexact", r.bitexact}, {"value_modes", r.choices}});
+                       {"memcpy_gbps", r.memcpy_gbps}, {"hash_gbps", r.hash_gbps}, {"bitexact", r.bitexact},
+                       {"value_modes", r.choices}});
   }
   const nlohmann::json doc = {{"benchmark", "codec"}, {"model", report.model}, {"weights", report.weights},
                               {"frame_elements", report.frame_elements}, {"records", records}};
