@@ -60,10 +60,8 @@ DCR_AVX2 uint64_t scan_avx2(const uint8_t* base, const uint8_t* target, uint64_t
 // compress and one full-width store (the output keeps kScanSlack spare entries for it). Branch-free,
 // so the cost does not depend on where changes fall.
 template <unsigned W>
-DCR_AVX512 uint64_t scan_avx512(const uint8_t* base,
-                                                                                 const uint8_t* target,
-                                                                                 uint64_t begin, uint64_t end,
-                                                                                 uint32_t* positions) {
+DCR_AVX512 uint64_t scan_avx512(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
+                                uint32_t* positions) {
   constexpr uint64_t kPerChunk = 64 / W;
   constexpr unsigned kLanes = kPerChunk < 16 ? kPerChunk : 16;
   const uint64_t first_chunk = (begin + kPerChunk - 1) / kPerChunk, chunks = end / kPerChunk;

@@ -19,7 +19,7 @@ template <ValueMode M>
 DCR_AVX512 uint64_t scatter(uint8_t* dst, uint64_t groups, const uint32_t* positions, uint64_t* words) {
   for (uint64_t g = 0; g < groups; ++g) {
     const uint32_t* at = positions + 16 * g;
-    const __m512i old_bits = _mm512_and_si512(avx512::gather32<2>(dst, _mm512_loadu_si512(at)), avx512::low16());
+    const __m512i old_bits = avx512::gather_elements16(dst, _mm512_loadu_si512(at));
     const __m512i new_bits = avx512::apply16<M>(old_bits, avx512::load_words16(words + 16 * g));
     alignas(32) uint16_t out[16];
     _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(new_bits));

@@ -27,9 +27,6 @@ DCR_AVX512 inline Tokens make_tokens(__m512i v) {
                 _mm512_maskz_mov_epi32(big, extra_bits)};
 }
 
-DCR_AVX512 inline __m512i gather16(const uint8_t* data, __m512i positions) {
-  return _mm512_and_si512(_mm512_i32gather_epi32(positions, data, 2), _mm512_set1_epi32(0xffff));
-}
 
 DCR_AVX512 inline void store_symbols(const Tokens& t, TokenWriter::Cursor* c) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(c->symbols + c->count), _mm512_cvtepi32_epi8(t.symbol));
@@ -67,7 +64,7 @@ DCR_AVX512 inline bool fours_fit(const Fields& fours) {
 template <bool Staged>
 DCR_AVX512 inline __m512i changed_words(const uint16_t* words, const uint8_t* data, __m512i positions) {
   if (Staged) return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words)));
-  return gather16(data, positions);
+  return avx512::gather_elements16(data, positions);
 }
 
 template <bool Staged>

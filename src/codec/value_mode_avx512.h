@@ -36,6 +36,12 @@ DCR_AVX512 inline __m512i unzigzag16(__m512i word) {
   return _mm512_and_si512(_mm512_xor_si512(_mm512_srli_epi32(word, 1), odd), low16());
 }
 
+// The sixteen 2-byte elements of `data` at `positions` (each read as a 32-bit word with the next
+// element, so none may be the last one).
+DCR_AVX512 inline __m512i gather_elements16(const uint8_t* data, __m512i positions) {
+  return _mm512_and_si512(gather32<2>(data, positions), low16());
+}
+
 // Sixteen words of a words array (one uint64_t per change, as encoder and decoder keep them), below
 // 2^32, to and from the lanes.
 DCR_AVX512 inline __m512i load_words16(const uint64_t* words) {
