@@ -6,8 +6,9 @@
 #include "dcr/codec/simd.h"
 #include "src/codec/scan_kernels.h"
 
-// XXH3's own stripe accumulator and scrambler, compiled here for AVX-512 next to its portable build;
-// the loop that drives them mirrors XXH3's long-input loop. Its internal names are those of 0.8.
+// XXH3's own scrambler and last-stripe step, compiled here for AVX-512 next to its portable build;
+// the stripe step (SplitAcc below) and the loop that drives them follow XXH3's long-input loop. Its
+// internal names are those of 0.8.
 #define XXH_INLINE_ALL
 #define XXH_DISPATCH_AVX512 1
 #define XXH_ACC_ALIGN 64  // as XXH3's own x86 dispatch build sets it
@@ -47,22 +48,53 @@ uint64_t StripeHash::finish_long(const uint8_t* last_stripe) const {
 bool feed_available() { return simd_level() >= SimdLevel::avx512; }
 
 #if defined(__x86_64__)
+// XXH3's accumulator split in two, so that a stripe costs no shuffle: the sum of the products, and
+// the plain sum of the stripes, whose 64-bit halves XXH3 swaps before adding. Addition commutes with
+// the swap, so swapping the sum once, before each scramble and at the end, gives XXH3's lanes.
+struct SplitAcc {
+  __m512i product;
+  __m512i data;
+};
+
+DCR_AVX512 inline SplitAcc load_acc(const uint64_t* acc) {
+  return SplitAcc{_mm512_loadu_si512(acc), _mm512_setzero_si512()};
+}
+
+DCR_AVX512 inline __m512i merged(const SplitAcc& a) {
+  return _mm512_add_epi64(a.product, _mm512_shuffle_epi32(a.data, _MM_PERM_BADC));
+}
+
+DCR_AVX512 inline void store_acc(const SplitAcc& a, uint64_t* acc) { _mm512_storeu_si512(acc, merged(a)); }
+
+// XXH3's stripe step: the product of each 64-bit lane's halves after the key, and the stripe itself.
+DCR_AVX512 inline void accumulate(SplitAcc& a, __m512i stripe, const uint8_t* secret) {
+  const __m512i key = _mm512_xor_si512(stripe, _mm512_loadu_si512(secret));
+  a.product = _mm512_add_epi64(a.product, _mm512_mul_epu32(key, _mm512_srli_epi64(key, 32)));
+  a.data = _mm512_add_epi64(a.data, stripe);
+}
+
+DCR_AVX512 inline void scramble(SplitAcc& a) {
+  alignas(64) uint64_t acc[8];
+  store_acc(a, acc);
+  XXH3_scrambleAcc_avx512(acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
+  a = load_acc(acc);
+}
+
 // One step of XXH3's main loop: stripe s, then the scramble that closes each whole block.
-DCR_AVX512 inline void accumulate_stripe(uint64_t* acc, const uint8_t* stripe, uint64_t s, uint64_t blocks) {
+DCR_AVX512 inline void accumulate_stripe(SplitAcc& acc, __m512i stripe, uint64_t s, uint64_t blocks) {
   const uint64_t n = s % kStripesPerBlock;
-  XXH3_accumulate_512_avx512(acc, stripe, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
-  if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < blocks) {
-    XXH3_scrambleAcc_avx512(acc, XXH3_kSecret + XXH_SECRET_DEFAULT_SIZE - XXH_STRIPE_LEN);
-  }
+  accumulate(acc, stripe, XXH3_kSecret + n * XXH_SECRET_CONSUME_RATE);
+  if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < blocks) scramble(acc);
 }
 
 // The main loop over stripes [first, last) of `buffer`, with the accumulators in registers.
 DCR_AVX512 static void accumulate_stripes(uint64_t* acc_out, const uint8_t* buffer, uint64_t first, uint64_t last,
                                           uint64_t blocks) {
-  alignas(64) uint64_t acc[8];
-  std::copy(acc_out, acc_out + 8, acc);
-  for (uint64_t s = first; s < last; ++s) accumulate_stripe(acc, buffer + s * XXH_STRIPE_LEN, s, blocks);
-  std::copy(acc, acc + 8, acc_out);
+  SplitAcc acc = load_acc(acc_out);
+  for (uint64_t s = first; s < last; ++s) {
+    accumulate_stripe(acc, _mm512_loadu_si512(buffer + s * XXH_STRIPE_LEN), s, blocks);
+  }
+  store_acc(acc, acc_out);
 }
 #endif
 
@@ -76,22 +108,21 @@ bool scan_and_hash_available(unsigned width) { return width == 2 && simd_level()
 
 #if defined(__x86_64__)
 // The changed words of a chunk, in order, written as one whole register (the output has room).
-DCR_AVX512_VBMI inline void stage_words(uint16_t* out, __mmask32 mask, const uint8_t* chunk) {
-  _mm512_storeu_si512(out, _mm512_maskz_compress_epi16(mask, _mm512_loadu_si512(chunk)));
+DCR_AVX512_VBMI inline void stage_words(uint16_t* out, __mmask32 mask, __m512i chunk) {
+  _mm512_storeu_si512(out, _mm512_maskz_compress_epi16(mask, chunk));
 }
 
 // Feeds the stripes the scan reads to both hashes (stripe c of each buffer is its chunk c). Both
 // buffers have one length, so one count bounds both. The hook is a local of the scan's caller, so
 // its accumulators stay in registers for the whole block instead of round-tripping through memory.
 struct StripeHook {
-  alignas(64) uint64_t base_acc[8];
-  alignas(64) uint64_t target_acc[8];
+  SplitAcc base_acc;
+  SplitAcc target_acc;
   uint64_t stripes;
   uint64_t blocks;
   uint16_t* base_words;
   uint16_t* target_words;
-  DCR_AVX512_VBMI void operator()(uint64_t c, const uint8_t* base_chunk, const uint8_t* target_chunk, __mmask32 mask,
-                                  uint64_t j) {
+  DCR_AVX512_VBMI void operator()(uint64_t c, __m512i base_chunk, __m512i target_chunk, __mmask32 mask, uint64_t j) {
     stage_words(base_words + j, mask, base_chunk);
     stage_words(target_words + j, mask, target_chunk);
     if (c >= stripes) return;
@@ -117,13 +148,13 @@ uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begi
   StripeHook hook;
   hook.base_words = words.base;
   hook.target_words = words.target;
-  std::copy(base_hash->acc_, base_hash->acc_ + 8, hook.base_acc);
-  std::copy(target_hash->acc_, target_hash->acc_ + 8, hook.target_acc);
+  hook.base_acc = load_acc(base_hash->acc_);
+  hook.target_acc = load_acc(target_hash->acc_);
   hook.stripes = base_hash->stripes_;
   hook.blocks = base_hash->blocks_;
   const uint64_t changed = scan_hooked(base, target, begin, end, positions, &hook);
-  std::copy(hook.base_acc, hook.base_acc + 8, base_hash->acc_);
-  std::copy(hook.target_acc, hook.target_acc + 8, target_hash->acc_);
+  store_acc(hook.base_acc, base_hash->acc_);
+  store_acc(hook.target_acc, target_hash->acc_);
   for (uint64_t j = changed; j-- > 0 && positions[j] >= (end & ~31ull);) {  // past the last whole chunk
     std::memcpy(words.base + j, base + 2 * positions[j], 2);
     std::memcpy(words.target + j, target + 2 * positions[j], 2);

@@ -34,14 +34,14 @@ DCR_AVX512 uint64_t change_mask(const uint8_t* b, const uint8_t* t) {
 
 // A chunk hook that does nothing.
 struct NoChunkHook {
-  void operator()(uint64_t, const uint8_t*, const uint8_t*, __mmask32, uint64_t) {}
+  void operator()(uint64_t, __m512i, __m512i, __mmask32, uint64_t) {}
 };
 
 // 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
 // instruction and one store (half the work of two 16-lane compresses), staged per run of
 // kStageElements and widened to positions afterwards. hook(c, base chunk, target chunk, mask, j)
-// sees every whole 64-byte chunk c (counted from element 0) in order, while it is in registers and
-// L1, with the chunk's change mask and the index j its first change takes in `positions`.
+// sees every whole 64-byte chunk c (counted from element 0) in order, in the registers the compare
+// read, with the chunk's change mask and the index j its first change takes in `positions`.
 template <class Hook>
 DCR_AVX512_VBMI uint64_t scan_w2_vbmi2(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
                                        uint32_t* positions, Hook& hook) {
@@ -56,8 +56,9 @@ DCR_AVX512_VBMI uint64_t scan_w2_vbmi2(const uint8_t* base, const uint8_t* targe
                                        12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     uint64_t staged = 0;
     for (uint64_t c = run; c < run_end; ++c) {
-      const __mmask32 mask = static_cast<__mmask32>(change_mask<2>(base + c * 64, target + c * 64));
-      hook(c, base + c * 64, target + c * 64, mask, changed + staged);
+      const __m512i x = _mm512_loadu_si512(base + c * 64), y = _mm512_loadu_si512(target + c * 64);
+      const __mmask32 mask = _mm512_cmpneq_epi16_mask(x, y);
+      hook(c, x, y, mask, changed + staged);
       _mm512_storeu_si512(stage + staged, _mm512_maskz_compress_epi16(mask, offsets));
       staged += static_cast<uint64_t>(__builtin_popcount(mask));
       offsets = _mm512_add_epi16(offsets, _mm512_set1_epi16(32));
