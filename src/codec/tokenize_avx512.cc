@@ -95,13 +95,14 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
   // group's fields go through memory and are put one group later, when their stores have landed
   // (a scalar load waiting on a wide store would stall every put).
   alignas(64) uint64_t fields[2][4][8];  // [group parity][gap value, gap bits, delta value, delta bits]
-  bool gap_fours[2];
-  auto put_group = [&](const uint64_t (&f)[4][8], bool fours) {
+  bool gap_fours[2], delta_bits[2];
+  auto put_group = [&](const uint64_t (&f)[4][8], bool fours, bool with_deltas) {
     for (int i = 0; i < 8; i += 2) {
       gaps.bits.put(f[0][i], static_cast<unsigned>(f[1][i]));
       if (!fours) gaps.bits.put(f[0][i + 1], static_cast<unsigned>(f[1][i + 1]));
-      deltas.bits.put(f[2][i], static_cast<unsigned>(f[3][i]));
     }
+    if (!with_deltas) return;  // most groups at a few % changed: deltas of one or two steps
+    for (int i = 0; i < 8; i += 2) deltas.bits.put(f[2][i], static_cast<unsigned>(f[3][i]));
   };
   for (uint64_t g = 0; g < groups; ++g) {
     const __m512i pos = _mm512_loadu_si512(positions + 16 * g);
@@ -120,14 +121,15 @@ DCR_AVX512 uint64_t tokenize(bool sign_magnitude, const uint8_t* base, const uin
     const Fields delta_quads = merge_even_odd(merge_pairs(delta.extra, delta.extra_bits));
     uint64_t (&f)[4][8] = fields[g & 1];
     gap_fours[g & 1] = fours;
+    delta_bits[g & 1] = _mm512_test_epi32_mask(delta.extra_bits, delta.extra_bits) != 0;
     _mm512_store_si512(f[0], gap_fields.value);
     _mm512_store_si512(f[1], gap_fields.bits);
     _mm512_store_si512(f[2], delta_quads.value);
     _mm512_store_si512(f[3], delta_quads.bits);
-    if (g > 0) put_group(fields[(g - 1) & 1], gap_fours[(g - 1) & 1]);
+    if (g > 0) put_group(fields[(g - 1) & 1], gap_fours[(g - 1) & 1], delta_bits[(g - 1) & 1]);
   }
   if (groups > 0) {
-    put_group(fields[(groups - 1) & 1], gap_fours[(groups - 1) & 1]);
+    put_group(fields[(groups - 1) & 1], gap_fours[(groups - 1) & 1], delta_bits[(groups - 1) & 1]);
     gaps.max_symbol = std::max<uint8_t>(gaps.max_symbol, _mm512_reduce_max_epu32(gap_max));
     deltas.max_symbol = std::max<uint8_t>(deltas.max_symbol, _mm512_reduce_max_epu32(delta_max));
     *next = positions[16 * groups - 1] + 1ull;
