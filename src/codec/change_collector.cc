@@ -79,6 +79,9 @@ template <unsigned W>
 void ChangeCollector::sample(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
                              ChangedWords words) {
   const bool staged = W == 2 && words.base != nullptr;
+  // Counts in locals: the histograms' stores could alias the members, which would chain each
+  // sample on the one before through memory.
+  uint64_t sampled = sampled_, extra_bits = xor_extra_bits_;
   for (uint64_t j = (kSampleStride - changed_ % kSampleStride) % kSampleStride; j < n; j += kSampleStride) {
     const uint64_t p = positions[j];
     const uint64_t a = staged ? words.base[j] : load_word(base, p, W);
@@ -86,13 +89,15 @@ void ChangeCollector::sample(const uint8_t* base, const uint8_t* target, const u
     const uint64_t x = a ^ b;
     const Token tx = make_token(x);
     ++xor_hist_[tx.symbol];
-    xor_extra_bits_ += tx.extra_bits;
+    extra_bits += tx.extra_bits;
     for (unsigned plane = 0; plane < W; ++plane) {
       ++new_planes_[plane][(b >> (8 * plane)) & 0xff];
       ++xor_planes_[plane][(x >> (8 * plane)) & 0xff];
     }
-    ++sampled_;
+    ++sampled;
   }
+  sampled_ = sampled;
+  xor_extra_bits_ = extra_bits;
   changed_ += n;
 }
 
