@@ -27,6 +27,8 @@ struct FrameEncoder::Scratch {
   std::vector<uint8_t> target_copy;
   Section candidate;
   Section best;
+  Section joint_positions;
+  Section joint_values;
   std::vector<uint8_t> trial;
 };
 
@@ -204,6 +206,7 @@ ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target
 const Section& FrameEncoder::value_section(ValueChoice choice, const Region& base, const Region& target,
                                            const uint32_t* positions, uint64_t changed) {
   Scratch& s = *scratch_;
+  if (choice.packing == ValuePacking::joint) return s.joint_values;
   if (choice.mode == delta_mode() && choice.packing == ValuePacking::tokens) return s.collector.delta_tokens();
   gather_words(base.data, target.data, base.width, choice.mode, positions, changed, s.words.data());
   build_values(choice.packing, s.words.data(), changed, base.width, &s.best);
@@ -214,8 +217,32 @@ const Section& FrameEncoder::position_section(PosCoding coding, uint64_t count, 
                                               uint64_t changed) {
   Scratch& s = *scratch_;
   if (coding == PosCoding::gaps_token) return s.collector.gap_tokens();
+  if (coding == PosCoding::gaps_joint) return s.joint_positions;
   build_positions(coding, positions, changed, count, &s.best);
   return s.best;
+}
+
+// The gaps-joint sections of the changes' gap tokens and `mode` words.
+void FrameEncoder::build_joint_sections(ValueMode mode, const Region& base, const Region& target,
+                                        const uint32_t* positions, uint64_t changed) {
+  Scratch& s = *scratch_;
+  const Section& values = value_section({mode, ValuePacking::tokens}, base, target, positions, changed);
+  build_joint(s.collector.gap_tokens(), values, &s.joint_positions, &s.joint_values);
+}
+
+// Whether gap tokens and value tokens go as gaps-joint (the joint sections are then built): when
+// neither is forced and the joint sections come within the slack of the pair's bytes.
+bool FrameEncoder::joint_pays(PosCoding pos, ValueChoice values, const Region& base, const Region& target,
+                              const uint32_t* positions, uint64_t changed) {
+  if (options_.pos_coding || options_.value_packing || changed == 0) return false;
+  if (pos != PosCoding::gaps_token || values.packing != ValuePacking::tokens) return false;
+  Scratch& s = *scratch_;
+  const double apart = measure(s.collector.gap_tokens(), options_, &s.codec, &s.trial) +
+                       measure(value_section(values, base, target, positions, changed), options_, &s.codec, &s.trial);
+  build_joint_sections(values.mode, base, target, positions, changed);
+  const double joint = measure(s.joint_positions, options_, &s.codec, &s.trial) +
+                       measure(s.joint_values, options_, &s.codec, &s.trial);
+  return joint <= apart * (1 + options_.joint_slack);
 }
 
 Status FrameEncoder::encode(const Region& base, const Region& target, const uint32_t* positions, uint64_t changed,
@@ -232,11 +259,24 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   header.target_version = versions.target;
   header.base_hash = hashes.base;
   header.target_hash = hashes.target;
-  header.pos_coding = choose_positions(count, positions, changed);
+  const bool joint_forced = options_.pos_coding == PosCoding::gaps_joint || options_.value_packing == ValuePacking::joint;
+  DCR_REQUIRE(!joint_forced || (options_.pos_coding.value_or(PosCoding::gaps_joint) == PosCoding::gaps_joint &&
+                                options_.value_packing.value_or(ValuePacking::joint) == ValuePacking::joint),
+              Code::invalid_argument, "position coding gaps-joint and value packing joint come only together");
+  s.words.reserve(changed);
+  header.pos_coding = joint_forced ? PosCoding::gaps_joint : choose_positions(count, positions, changed);
   DCR_REQUIRE(header.pos_coding != PosCoding::all || changed == count, Code::invalid_argument,
               "position coding 'all' needs every element changed");
-  s.words.reserve(changed);
-  const ValueChoice values = choose_values(base, target, positions, changed);
+  ValueChoice values{options_.value_mode.value_or(delta_mode()), ValuePacking::joint};
+  if (joint_forced) {
+    build_joint_sections(values.mode, base, target, positions, changed);
+  } else {
+    values = choose_values(base, target, positions, changed);
+    if (joint_pays(header.pos_coding, values, base, target, positions, changed)) {
+      header.pos_coding = PosCoding::gaps_joint;
+      values.packing = ValuePacking::joint;
+    }
+  }
   header.value_mode = values.mode;
   header.value_packing = values.packing;
 

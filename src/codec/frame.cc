@@ -11,6 +11,7 @@ const char* pos_coding_name(PosCoding coding) {
     case PosCoding::bitmap: return "bitmap";
     case PosCoding::gaps_varint: return "gaps-varint";
     case PosCoding::gaps_token: return "gaps-token";
+    case PosCoding::gaps_joint: return "gaps-joint";
   }
   return "?";
 }
@@ -30,6 +31,7 @@ const char* value_packing_name(ValuePacking packing) {
     case ValuePacking::planes: return "planes";
     case ValuePacking::tokens: return "tokens";
     case ValuePacking::words: return "words";
+    case ValuePacking::joint: return "joint";
   }
   return "?";
 }
@@ -100,6 +102,8 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
   DCR_REQUIRE(h->changed <= h->count(), Code::corrupt, "frame claims more changes than elements");
   DCR_REQUIRE(h->pos_coding != PosCoding::all || h->changed == h->count(), Code::corrupt,
               "frame codes positions as 'all' but not every element changed");
+  DCR_REQUIRE((h->pos_coding == PosCoding::gaps_joint) == (h->value_packing == ValuePacking::joint), Code::corrupt,
+              "position coding gaps-joint and value packing joint come only together");
   DCR_REQUIRE(!h->is_full() || (h->pos_coding == PosCoding::all && h->value_mode == ValueMode::overwrite &&
                                 h->value_packing == ValuePacking::words),
               Code::corrupt, "full frame not coded as all / overwrite / words");

@@ -1,11 +1,14 @@
 #include "src/codec/sections.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "dcr/codec/bit_io.h"
 #include "dcr/codec/scan.h"
 #include "dcr/codec/tokens.h"
 #include "src/codec/detokenize_avx512.h"
+#include "src/codec/joint.h"
 
 namespace dcr {
 
@@ -72,6 +75,7 @@ void build_positions(PosCoding coding, const uint32_t* positions, uint64_t chang
                      Section* section) {
   switch (coding) {
     case PosCoding::all:
+    case PosCoding::gaps_joint:  // built with the values, by build_joint
       section->reset(0);
       return;
     case PosCoding::bitmap: {
@@ -120,6 +124,41 @@ void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed,
     for (uint64_t j = 0; j < changed; ++j) plane[j] = static_cast<uint8_t>(words[j] >> (8 * b));
     section->streams[b].try_zstd = true;
   }
+}
+
+void build_joint(const Section& gaps, const Section& values, Section* positions, Section* joint_values) {
+  constexpr uint64_t kChunk = 4096;  // split through stack buffers: the streams grow without zero-filling
+  const std::vector<uint8_t>& gap_tokens = gaps.streams[0].bytes;
+  const std::vector<uint8_t>& value_tokens = values.streams[0].bytes;
+  positions->reset(3);
+  joint_values->reset(2);
+  RawStream& joint = positions->streams[0];
+  RawStream& escape_gaps = positions->streams[1];
+  RawStream& escape_values = joint_values->streams[0];
+  Histogram gap_histogram = gaps.streams[0].hist;
+  if (!gaps.streams[0].counted) histogram_of(gap_tokens.data(), gap_tokens.size(), &gap_histogram);
+  const uint8_t bound = joint_gap_bound(gap_histogram.data());
+  JointMax max;
+  for (uint64_t first = 0; first < gap_tokens.size(); first += kChunk) {
+    const uint64_t n = std::min<uint64_t>(kChunk, gap_tokens.size() - first);
+    uint8_t bytes[kChunk], chunk_gaps[kChunk + 64], chunk_values[kChunk + 64];
+    JointMax chunk_max;
+    const uint64_t escapes = split_joint(gap_tokens.data() + first, value_tokens.data() + first, n, bound, bytes,
+                                         chunk_gaps, chunk_values, &chunk_max);
+    joint.bytes.insert(joint.bytes.end(), bytes, bytes + n);
+    escape_gaps.bytes.insert(escape_gaps.bytes.end(), chunk_gaps, chunk_gaps + escapes);
+    escape_values.bytes.insert(escape_values.bytes.end(), chunk_values, chunk_values + escapes);
+    max = JointMax{std::max(max.joint, chunk_max.joint), std::max(max.escape_gap, chunk_max.escape_gap),
+                   std::max(max.escape_value, chunk_max.escape_value)};
+  }
+  const std::pair<RawStream*, uint8_t> counted[] = {
+      {&joint, max.joint}, {&escape_gaps, max.escape_gap}, {&escape_values, max.escape_value}};
+  for (const auto& [stream, largest] : counted) {
+    sampled_histogram_of(stream->bytes.data(), stream->bytes.size(), largest, &stream->hist);
+    stream->counted = true;
+  }
+  positions->streams[2] = gaps.streams[1];  // the extra bits: every gap's, and only escaped words have any
+  joint_values->streams[1] = values.streams[1];
 }
 
 namespace {
@@ -200,12 +239,28 @@ Status ChangeReader::Tokens::open(ByteReader* reader, StreamCodec* stream_codec,
   return codec->read(reader, 8 * n, slot + 1, &extras, &extra_bytes);
 }
 
+Status ChangeReader::Tokens::open_extras(ByteReader* reader, StreamCodec* stream_codec, uint64_t count,
+                                         const uint8_t* from, int extras_slot, const char* name) {
+  codec = stream_codec;
+  slot = -1;  // no symbol stream of its own
+  what = name;
+  n = count;
+  done = bit_pos = 0;
+  symbols = from;
+  return codec->read(reader, 8 * n, extras_slot, &extras, &extra_bytes);
+}
+
 // Tokens [done, upto). `prefix(tokens from done, done, upto, &bit_pos)` may decode a first part
 // itself (the vectorised decoders) and returns how many tokens it took; emit(j, value) is then
 // called for each of the others and returns false for a value the caller cannot accept.
 template <typename Prefix, typename Emit>
 Status ChangeReader::Tokens::decode(uint64_t upto, Prefix prefix, Emit emit) {
   DCR_TRY(codec->decode(slot, upto));
+  return detokenize(upto, prefix, emit);
+}
+
+template <typename Prefix, typename Emit>
+Status ChangeReader::Tokens::detokenize(uint64_t upto, Prefix prefix, Emit emit) {
   uint64_t j = done + prefix(TokenPair{symbols + done, extras, extra_bytes}, done, upto, &bit_pos);
   BitReader bits(extras, extra_bytes);
   bits.seek(bit_pos);
@@ -247,7 +302,7 @@ Status ChangeReader::open(const FrameHeader& header, ByteReader* payload, Stream
 }
 
 Status ChangeReader::open_positions(ByteReader* payload) {
-  lazy_gaps_ = false;
+  lazy_gaps_ = joint_ = false;
   switch (h_.pos_coding) {
     case PosCoding::all:
       for (uint64_t j = 0; j < h_.changed; ++j) positions_[j] = static_cast<uint32_t>(j);
@@ -257,41 +312,89 @@ Status ChangeReader::open_positions(ByteReader* payload) {
     case PosCoding::gaps_token:
       lazy_gaps_ = true;
       return gaps_.open(payload, codec_, h_.changed, 0, "gap token");
+    case PosCoding::gaps_joint: return open_joint(payload);
   }
   return Status(Code::corrupt, "unknown position coding");
 }
 
+// Slots: joint bytes 0, gap extra bits 1, the escapes' value tokens 2 and extra bits 3, their gap
+// tokens 4.
+Status ChangeReader::open_joint(ByteReader* payload) {
+  joint_ = lazy_gaps_ = true;
+  size_t size;
+  DCR_TRY(codec_->open(payload, h_.changed, 0, &joint_bytes_, &size));
+  DCR_REQUIRE(size == h_.changed, Code::corrupt,
+              "joint stream holds " + std::to_string(size) + " bytes, expected " + std::to_string(h_.changed));
+  DCR_TRY(codec_->open(payload, h_.changed, 4, &escape_gaps_, &size));
+  escapes_ = size;
+  escapes_ready_ = escapes_used_ = 0;
+  gap_tokens_.resize(h_.changed);
+  return gaps_.open_extras(payload, codec_, h_.changed, gap_tokens_.data(), 1, "gap token");
+}
+
 Status ChangeReader::open_values(ByteReader* payload) {
+  if (joint_) {
+    lazy_values_ = false;
+    escape_words_.resize(escapes_);
+    return values_.open(payload, codec_, escapes_, 2, "escape value token");
+  }
   lazy_values_ = h_.value_packing == ValuePacking::tokens;
   if (lazy_values_) return values_.open(payload, codec_, h_.changed, 2, "value token");
   return read_value_bytes(h_.value_packing, payload, codec_, h_.changed, h_.elem_width, words_);
 }
 
 Status ChangeReader::decode(uint64_t upto) {
-  if (lazy_gaps_) {
-    const uint64_t count = h_.count();
-    const auto vectorised = [&](const TokenPair& tokens, uint64_t from, uint64_t to, uint64_t* bit_pos) {
-      return decode_gaps_avx512(tokens, to - from, count, &next_, bit_pos, positions_ + from);
-    };
-    DCR_TRY(gaps_.decode(upto, vectorised, [&](uint64_t j, uint64_t gap) {
-      if (gap >= count - next_) return false;  // past the end of the box
-      positions_[j] = static_cast<uint32_t>(next_ + gap);
-      next_ += gap + 1;
-      return true;
-    }));
-  }
-  if (lazy_values_) {
-    const unsigned width = h_.elem_width;
-    const uint64_t mask = width_mask(width);
-    const auto vectorised = [&](const TokenPair& tokens, uint64_t from, uint64_t to, uint64_t* bit_pos) {
-      return decode_words_avx512(tokens, to - from, width, bit_pos, words_ + from);
-    };
-    DCR_TRY(values_.decode(upto, vectorised, [&](uint64_t j, uint64_t word) {
-      words_[j] = word;
-      return (word & ~mask) == 0;  // no wider than the element
-    }));
-  }
+  if (joint_) DCR_TRY(decode_joint(upto));
+  if (lazy_gaps_) DCR_TRY(decode_gaps(upto));
+  if (lazy_values_) DCR_TRY(decode_words(upto, &values_, words_));
   done_ = upto;
+  return Status::ok();
+}
+
+Status ChangeReader::decode_gaps(uint64_t upto) {
+  const uint64_t count = h_.count();
+  const auto vectorised = [&](const TokenPair& tokens, uint64_t from, uint64_t to, uint64_t* bit_pos) {
+    return decode_gaps_avx512(tokens, to - from, count, &next_, bit_pos, positions_ + from);
+  };
+  const auto emit = [&](uint64_t j, uint64_t gap) {
+    if (gap >= count - next_) return false;  // past the end of the box
+    positions_[j] = static_cast<uint32_t>(next_ + gap);
+    next_ += gap + 1;
+    return true;
+  };
+  return joint_ ? gaps_.detokenize(upto, vectorised, emit) : gaps_.decode(upto, vectorised, emit);
+}
+
+// Words [tokens->done, upto) of a token pair into out.
+Status ChangeReader::decode_words(uint64_t upto, Tokens* tokens, uint64_t* out) {
+  const unsigned width = h_.elem_width;
+  const uint64_t mask = width_mask(width);
+  const auto vectorised = [&](const TokenPair& pair, uint64_t from, uint64_t to, uint64_t* bit_pos) {
+    return decode_words_avx512(pair, to - from, width, bit_pos, out + from);
+  };
+  return tokens->decode(upto, vectorised, [&](uint64_t j, uint64_t word) {
+    out[j] = word;
+    return (word & ~mask) == 0;  // no wider than the element
+  });
+}
+
+// The gap tokens and words of changes [done_, upto) from their joint bytes; the escapes' come from
+// their own streams, decoded a batch ahead of need.
+Status ChangeReader::decode_joint(uint64_t upto) {
+  constexpr uint64_t kEscapeBatch = 256;  // a multiple of the rANS lanes
+  DCR_TRY(codec_->decode(0, upto));
+  const uint64_t need = escapes_used_ + count_escapes(joint_bytes_ + done_, upto - done_);
+  DCR_REQUIRE(need <= escapes_, Code::corrupt, "joint stream escapes more changes than its escape streams hold");
+  if (need > escapes_ready_) {
+    const uint64_t ready = std::min(escapes_, (need + kEscapeBatch - 1) / kEscapeBatch * kEscapeBatch);
+    DCR_TRY(codec_->decode(4, ready));
+    DCR_TRY(decode_words(ready, &values_, escape_words_.data()));
+    escapes_ready_ = ready;
+  }
+  escapes_used_ += merge_joint(joint_bytes_ + done_, upto - done_, escape_gaps_ + escapes_used_,
+                               escape_words_.data() + escapes_used_, gap_tokens_.data() + done_, words_ + done_);
+  DCR_REQUIRE(upto < h_.changed || escapes_used_ == escapes_, Code::corrupt,
+              "escape streams hold more changes than the joint stream escapes");
   return Status::ok();
 }
 

@@ -31,6 +31,10 @@ void build_positions(PosCoding coding, const uint32_t* positions, uint64_t chang
                      Section* section);
 void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed, unsigned width,
                   Section* section);
+// The gaps-joint position section (joint bytes, the escapes' gap tokens, every gap's extra bits) and
+// the joint value section (the escapes' word tokens, their extra bits) of the changes whose gaps and
+// words are the token pairs `gaps` and `values` (as build_positions and build_values write them).
+void build_joint(const Section& gaps, const Section& values, Section* positions, Section* joint_values);
 
 // A frame's changes, read in order a slice at a time: positions and words [0, done()) are decoded.
 // Token-coded sections (the encoder's usual choice) decode as far as asked, so a receiver can apply
@@ -59,20 +63,36 @@ class ChangeReader {
     uint64_t done = 0;
     uint64_t bit_pos = 0;
     Status open(ByteReader* reader, StreamCodec* codec, uint64_t n, int slot, const char* what);
+    // The extra bits stream alone, for symbols that come from elsewhere (gaps-joint).
+    Status open_extras(ByteReader* reader, StreamCodec* codec, uint64_t n, const uint8_t* symbols, int slot,
+                       const char* what);
     template <typename Prefix, typename Emit>
-    Status decode(uint64_t upto, Prefix prefix, Emit emit);
+    Status decode(uint64_t upto, Prefix prefix, Emit emit);  // the symbols, then detokenize
+    template <typename Prefix, typename Emit>
+    Status detokenize(uint64_t upto, Prefix prefix, Emit emit);
   };
 
   Status open_positions(ByteReader* payload);
+  Status open_joint(ByteReader* payload);
   Status open_values(ByteReader* payload);
+  Status decode_gaps(uint64_t upto);
+  Status decode_words(uint64_t upto, Tokens* tokens, uint64_t* out);
+  Status decode_joint(uint64_t upto);
   FrameHeader h_;
   StreamCodec* codec_ = nullptr;
   uint32_t* positions_ = nullptr;
   uint64_t* words_ = nullptr;
   Tokens gaps_, values_;
-  bool lazy_gaps_ = false, lazy_values_ = false;
+  bool lazy_gaps_ = false, lazy_values_ = false, joint_ = false;
   uint64_t next_ = 0;  // the position after the last decoded change
   uint64_t done_ = 0;
+  // gaps-joint: the joint bytes, the escapes' gap tokens and words (values_ holds their tokens)
+  // decoded ahead in batches, and the gap tokens the two merge into for gaps_.
+  const uint8_t* joint_bytes_ = nullptr;
+  const uint8_t* escape_gaps_ = nullptr;
+  uint64_t escapes_ = 0, escapes_ready_ = 0, escapes_used_ = 0;
+  std::vector<uint64_t> escape_words_;
+  std::vector<uint8_t> gap_tokens_;
 };
 
 }  // namespace dcr

@@ -28,19 +28,25 @@ std::vector<Sample> samples() {
     EncodeOptions options;
     bool full;
   };
-  EncodeOptions bitmap, varint, planes, xor_tokens;
+  EncodeOptions bitmap, varint, planes, xor_tokens, joint, separate;
+  joint.pos_coding = PosCoding::gaps_joint;
+  separate.pos_coding = PosCoding::gaps_token;
+  separate.value_packing = ValuePacking::tokens;
   bitmap.pos_coding = PosCoding::bitmap;
   varint.pos_coding = PosCoding::gaps_varint;
   planes.value_mode = ValueMode::overwrite;
   xor_tokens.value_mode = ValueMode::xor_mask;
   const Spec specs[] = {
-      {"bf16 tokens", 2, 3000, 0.03, {}, false}, {"u8 bitmap", 1, 900, 0.2, bitmap, false},
+      {"bf16 tokens", 2, 3000, 0.03, separate, false}, {"bf16 joint", 2, 3000, 0.03, joint, false},
+      {"u8 bitmap", 1, 900, 0.2, bitmap, false},
       {"f32 varint", 4, 700, 0.05, varint, false}, {"i64 overwrite", 8, 300, 0.1, planes, false},
       {"bf16 xor", 2, 2000, 0.02, xor_tokens, false}, {"bf16 full", 2, 500, 1.0, {}, true},
       // Longer than two of apply's blocks (16Ki elements), which it decodes one at a time and
       // scatters as it goes: damage found late in the payload comes after earlier blocks changed.
       // The second has streams long enough for the 32-state rANS coder, decoded a slice at a time.
-      {"bf16 tokens, 3 blocks", 2, 40000, 0.02, {}, false}, {"bf16 tokens, 3 dense blocks", 2, 34000, 0.3, {}, false},
+      {"bf16 tokens, 3 blocks", 2, 40000, 0.02, separate, false},
+      {"bf16 tokens, 3 dense blocks", 2, 34000, 0.3, separate, false},
+      {"bf16 joint, 3 dense blocks", 2, 34000, 0.3, joint, false},
   };
   for (const Spec& s : specs) {
     Sample sample{s.name, s.width, test::random_bytes(s.count * s.width, s.count), {}, {}};

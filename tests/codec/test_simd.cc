@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
@@ -13,10 +14,13 @@
 namespace dcr {
 namespace {
 
-std::vector<uint8_t> encode_at(SimdLevel level, const Region& base, const Region& target, bool sign_magnitude) {
+// Frames as the encoder chooses them, or forced to gaps-joint.
+std::vector<uint8_t> encode_at(SimdLevel level, const Region& base, const Region& target, bool sign_magnitude,
+                               bool joint = false) {
   limit_simd(level);
   EncodeOptions options;
   options.sign_magnitude = sign_magnitude;
+  if (joint) options.pos_coding = PosCoding::gaps_joint;
   FrameEncoder encoder(options);
   std::vector<uint8_t> frame;
   const Status status = encoder.encode_delta(base, target, {3, 4}, &frame);
@@ -42,12 +46,13 @@ TEST_P(SimdTwins, WriteTheSameFramesAsTheScalarCode) {
   // The box's first and last elements change too: the vector loops must leave the ends right.
   for (uint64_t i : {uint64_t{0}, c.count - 1}) target[i * c.width] ^= 0x01;
   const Region b = test::flat(0, base.data(), c.count, c.width), t = test::flat(0, target.data(), c.count, c.width);
-  for (bool sign_magnitude : {true, false}) {
-    const std::vector<uint8_t> reference = encode_at(SimdLevel::scalar, b, t, sign_magnitude);
+  for (const auto& [sign_magnitude, joint] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
+    const std::vector<uint8_t> reference = encode_at(SimdLevel::scalar, b, t, sign_magnitude, joint);
     for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512_vbmi}) {
       if (level > simd_level()) continue;
-      EXPECT_EQ(encode_at(level, b, t, sign_magnitude), reference)
-          << "level " << static_cast<int>(level) << ", width " << c.width << ", " << c.count << " elements";
+      EXPECT_EQ(encode_at(level, b, t, sign_magnitude, joint), reference)
+          << "level " << static_cast<int>(level) << ", width " << c.width << ", " << c.count << " elements"
+          << (joint ? ", gaps-joint" : "");
     }
     std::vector<uint8_t> dst = base;
     FrameDecoder decoder;
@@ -93,17 +98,20 @@ TEST_P(SimdTwins, DecodeAsTheScalarCodeDoes) {
   const Case c = GetParam();
   const std::vector<uint8_t> base = test::random_bytes(c.count * c.width, c.count + c.width);
   const std::vector<uint8_t> target = test::perturb(base, c.width, c.fraction, 8, c.wild);
-  const std::vector<uint8_t> frame = encode_at(simd_level(), test::flat(0, base.data(), c.count, c.width),
-                                               test::flat(0, target.data(), c.count, c.width), true);
-  const Decoded reference = decode_at(SimdLevel::scalar, frame);
-  ASSERT_TRUE(reference.ok);
-  const uint64_t payload_bits = 8 * (frame.size() - kFrameHeaderBytes);
-  for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512_vbmi}) {
-    if (level > simd_level()) continue;
-    EXPECT_EQ(decode_at(level, frame), reference) << "level " << static_cast<int>(level);
-    for (uint64_t k = 0; k < 100 && payload_bits > 0; ++k) {
-      const std::vector<uint8_t> bad = flipped(frame, (k * 7919 + 13) % payload_bits);
-      EXPECT_EQ(decode_at(level, bad), decode_at(SimdLevel::scalar, bad)) << "level " << static_cast<int>(level) << ", flip " << k;
+  for (bool joint : {false, true}) {
+    const std::vector<uint8_t> frame = encode_at(simd_level(), test::flat(0, base.data(), c.count, c.width),
+                                                 test::flat(0, target.data(), c.count, c.width), true, joint);
+    const Decoded reference = decode_at(SimdLevel::scalar, frame);
+    ASSERT_TRUE(reference.ok);
+    const uint64_t payload_bits = 8 * (frame.size() - kFrameHeaderBytes);
+    for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512_vbmi}) {
+      if (level > simd_level()) continue;
+      EXPECT_EQ(decode_at(level, frame), reference) << "level " << static_cast<int>(level) << (joint ? ", gaps-joint" : "");
+      for (uint64_t k = 0; k < 100 && payload_bits > 0; ++k) {
+        const std::vector<uint8_t> bad = flipped(frame, (k * 7919 + 13) % payload_bits);
+        EXPECT_EQ(decode_at(level, bad), decode_at(SimdLevel::scalar, bad))
+            << "level " << static_cast<int>(level) << ", flip " << k << (joint ? ", gaps-joint" : "");
+      }
     }
   }
 }

@@ -17,7 +17,7 @@ inline std::vector<std::vector<uint8_t>> seed_frames() {
     const std::vector<uint8_t> base = random_bytes(count * width, width);
     for (double fraction : {0.02, 0.4, 1.0}) {
       const std::vector<uint8_t> target = perturb(base, width, fraction, width + 1);
-      for (PosCoding pos : {PosCoding::bitmap, PosCoding::gaps_varint, PosCoding::gaps_token}) {
+      for (PosCoding pos : {PosCoding::bitmap, PosCoding::gaps_varint, PosCoding::gaps_token, PosCoding::gaps_joint}) {
         for (ValueMode mode : {ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm, ValueMode::delta_tc}) {
           EncodeOptions options;
           options.pos_coding = pos;

@@ -23,15 +23,17 @@ enum class PosCoding : uint8_t {
   bitmap = 1,       // one bit per element, LSB first
   gaps_varint = 2,  // LEB128 gaps between changed positions
   gaps_token = 3,   // bucketed gap tokens + raw low bits
+  gaps_joint = 4,   // one byte per change: its gap token with a value word of 1 or 2, or an escape
 };
-constexpr int kPosCodingCount = 4;
+constexpr int kPosCodingCount = 5;
 
 enum class ValuePacking : uint8_t {
   planes = 0,  // byte b of every word in plane b
   tokens = 1,  // bucketed word tokens + raw low bits
   words = 2,   // the words themselves, W bytes each, little-endian
+  joint = 3,   // with gaps-joint positions only: the escaped changes' words, as tokens
 };
-constexpr int kValuePackingCount = 3;
+constexpr int kValuePackingCount = 4;
 
 // Applies over any destination bits (first sync, repair). A full frame always codes positions
 // 'all', values 'overwrite' packed as 'words': the bits of the box as they are.
