@@ -34,7 +34,7 @@ DCR_AVX512 uint64_t change_mask(const uint8_t* b, const uint8_t* t) {
 
 // A chunk hook that does nothing.
 struct NoChunkHook {
-  void operator()(uint64_t, __m512i, __m512i, __mmask32, uint64_t) {}
+  DCR_AVX512 void operator()(uint64_t, __m512i, __m512i, __mmask32, uint64_t) {}
 };
 
 // 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
