@@ -27,10 +27,12 @@ void TokenWriter::start(Section* section, uint64_t capacity, unsigned max_extra_
 
 void TokenWriter::finish() {
   RawStream& symbols = section_->streams[0];
-  symbols.bytes.assign(cursor_.symbols, cursor_.symbols + cursor_.count);
-  sampled_histogram_of(symbols.bytes.data(), cursor_.count, cursor_.max_symbol, &symbols.hist);
+  symbols.view = cursor_.symbols;
+  symbols.view_size = cursor_.count;
+  sampled_histogram_of(symbols.view, cursor_.count, cursor_.max_symbol, &symbols.hist);
   symbols.counted = true;
-  section_->streams[1].bytes.assign(bits_.data(), bits_.data() + cursor_.bits.bytes());
+  section_->streams[1].view = bits_.data();
+  section_->streams[1].view_size = cursor_.bits.bytes();
 }
 
 double TokenWriter::cost() const {

@@ -47,7 +47,7 @@ class TokenWriter {
   void start(Section* section, uint64_t capacity, unsigned max_extra_bits);
   Cursor cursor() const { return cursor_; }
   void commit(const Cursor& c) { cursor_ = c; }
-  void finish();  // moves the symbols and bits into the section, with their histogram (sampled)
+  void finish();  // hands the section views of the symbols and bits, with their histogram (sampled)
   double cost() const;  // after finish
 
  private:

@@ -16,6 +16,8 @@ void Section::reset(size_t count) {
   streams.resize(count);
   for (RawStream& s : streams) {
     s.bytes.clear();
+    s.view = nullptr;
+    s.view_size = 0;
     s.try_zstd = false;
     s.raw_only = false;
     s.counted = false;
@@ -27,11 +29,11 @@ double Section::estimate() const {
   Histogram hist;
   for (const RawStream& s : streams) {
     if (s.raw_only) {
-      total += 3 + static_cast<double>(s.bytes.size());  // coder byte, two varints, the bytes
+      total += 3 + static_cast<double>(s.size());  // coder byte, two varints, the bytes
       continue;
     }
-    if (!s.counted) histogram_of(s.bytes.data(), s.bytes.size(), &hist);
-    total += StreamCodec::estimate(s.counted ? s.hist : hist, s.bytes.size());
+    if (!s.counted) histogram_of(s.data(), s.size(), &hist);
+    total += StreamCodec::estimate(s.counted ? s.hist : hist, s.size());
   }
   return total;
 }
@@ -44,7 +46,7 @@ size_t Section::write(StreamCodec* codec, int zstd_level, bool zstd_everywhere,
     options.try_zstd = s.try_zstd || zstd_everywhere;
     options.raw_only = s.raw_only && !zstd_everywhere;  // exhaustive mode tries every coder
     options.zstd_level = zstd_level;
-    codec->write(s.bytes.data(), s.bytes.size(), options, out, s.counted ? &s.hist : nullptr);
+    codec->write(s.data(), s.size(), options, out, s.counted ? &s.hist : nullptr);
   }
   return out->size() - before;
 }
@@ -128,22 +130,23 @@ void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed,
 
 void build_joint(const Section& gaps, const Section& values, Section* positions, Section* joint_values) {
   constexpr uint64_t kChunk = 4096;  // split through stack buffers: the streams grow without zero-filling
-  const std::vector<uint8_t>& gap_tokens = gaps.streams[0].bytes;
-  const std::vector<uint8_t>& value_tokens = values.streams[0].bytes;
+  const uint8_t* gap_tokens = gaps.streams[0].data();
+  const uint8_t* value_tokens = values.streams[0].data();
+  const uint64_t changes = gaps.streams[0].size();
   positions->reset(3);
   joint_values->reset(2);
   RawStream& joint = positions->streams[0];
   RawStream& escape_gaps = positions->streams[1];
   RawStream& escape_values = joint_values->streams[0];
   Histogram gap_histogram = gaps.streams[0].hist;
-  if (!gaps.streams[0].counted) histogram_of(gap_tokens.data(), gap_tokens.size(), &gap_histogram);
+  if (!gaps.streams[0].counted) histogram_of(gap_tokens, changes, &gap_histogram);
   const uint8_t bound = joint_gap_bound(gap_histogram.data());
   JointMax max;
-  for (uint64_t first = 0; first < gap_tokens.size(); first += kChunk) {
-    const uint64_t n = std::min<uint64_t>(kChunk, gap_tokens.size() - first);
+  for (uint64_t first = 0; first < changes; first += kChunk) {
+    const uint64_t n = std::min<uint64_t>(kChunk, changes - first);
     uint8_t bytes[kChunk], chunk_gaps[kChunk + 64], chunk_values[kChunk + 64];
     JointMax chunk_max;
-    const uint64_t escapes = split_joint(gap_tokens.data() + first, value_tokens.data() + first, n, bound, bytes,
+    const uint64_t escapes = split_joint(gap_tokens + first, value_tokens + first, n, bound, bytes,
                                          chunk_gaps, chunk_values, &chunk_max);
     joint.bytes.insert(joint.bytes.end(), bytes, bytes + n);
     escape_gaps.bytes.insert(escape_gaps.bytes.end(), chunk_gaps, chunk_gaps + escapes);

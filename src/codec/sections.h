@@ -13,7 +13,13 @@
 namespace dcr {
 
 struct RawStream {
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes;  // the stream, unless it is a view
+  // Or a view of bytes held elsewhere for as long as the section is used (the token writers'
+  // buffers), so that finishing a stream copies nothing.
+  const uint8_t* view = nullptr;
+  size_t view_size = 0;
+  const uint8_t* data() const { return view != nullptr ? view : bytes.data(); }
+  size_t size() const { return view != nullptr ? view_size : bytes.size(); }
   bool try_zstd = false;
   bool raw_only = false;  // stored as is (no entropy stage) unless the encoder tries every coder
   bool counted = false;  // `hist` already holds the byte histogram
