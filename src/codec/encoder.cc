@@ -230,15 +230,33 @@ void FrameEncoder::build_joint_sections(ValueMode mode, const Region& base, cons
   build_joint(s.collector.gap_tokens(), values, &s.joint_positions, &s.joint_values);
 }
 
+namespace {
+
+// Whether at least two thirds of a stream of value tokens are tokens 1 and 2 (one-step words): only
+// then does gaps-joint decode fewer rANS symbols than the separate streams (one a change, and two
+// more an escape, against two a change).
+bool mostly_steps(const RawStream& tokens) {
+  Histogram counts = tokens.hist;
+  if (!tokens.counted) histogram_of(tokens.data(), tokens.size(), &counts);
+  uint64_t total = 0;
+  for (uint64_t c : counts) total += c;
+  return 3 * (counts[1] + counts[2]) >= 2 * total;
+}
+
+}  // namespace
+
 // Whether gap tokens and value tokens go as gaps-joint (the joint sections are then built): when
-// neither is forced and the joint sections come within the slack of the pair's bytes.
+// neither is forced, most words are one step, and the joint sections come within the slack of the
+// pair's bytes.
 bool FrameEncoder::joint_pays(PosCoding pos, ValueChoice values, const Region& base, const Region& target,
                               const uint32_t* positions, uint64_t changed) {
   if (options_.pos_coding || options_.value_packing || changed == 0) return false;
   if (pos != PosCoding::gaps_token || values.packing != ValuePacking::tokens) return false;
   Scratch& s = *scratch_;
+  const Section& value_tokens = value_section(values, base, target, positions, changed);
+  if (!mostly_steps(value_tokens.streams[0])) return false;
   const double apart = measure(s.collector.gap_tokens(), options_, &s.codec, &s.trial) +
-                       measure(value_section(values, base, target, positions, changed), options_, &s.codec, &s.trial);
+                       measure(value_tokens, options_, &s.codec, &s.trial);
   build_joint_sections(values.mode, base, target, positions, changed);
   const double joint = measure(s.joint_positions, options_, &s.codec, &s.trial) +
                        measure(s.joint_values, options_, &s.codec, &s.trial);
