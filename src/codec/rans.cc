@@ -208,8 +208,9 @@ size_t decode_groups(const uint8_t* code, size_t code_bytes, const RansSlot* loo
 void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
                  std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
   const size_t state_bytes = 4 * lanes;
-  scratch->resize(2 * count + state_bytes + 16);
-  uint8_t* end = scratch->data() + scratch->size();
+  const size_t room = 2 * count + state_bytes + 16;
+  if (scratch->size() < room) scratch->resize(room);  // only grows: a shrink would zero-fill on the next grow
+  uint8_t* end = scratch->data() + room;
   uint8_t* ptr = end - state_bytes;  // the code is built backwards in [ptr, end - state_bytes)
   uint32_t x[32];
   std::fill(x, x + lanes, kLow);
