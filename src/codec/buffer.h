@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace dcr {
 
@@ -25,5 +26,13 @@ class Buffer {
   std::unique_ptr<T[]> data_;
   size_t size_ = 0;
 };
+
+// Makes `v` at least `n` long, never shorter: a vector resized down and up again zero-fills the
+// regrown part each time, a pass over memory per frame when frames alternate in size.
+template <class T>
+T* grow_to(std::vector<T>* v, size_t n) {
+  if (v->size() < n) v->resize(n);
+  return v->data();
+}
 
 }  // namespace dcr

@@ -6,6 +6,7 @@
 
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
+#include "src/codec/buffer.h"
 #include "src/codec/scan_hash.h"
 #include "src/codec/sections.h"
 
@@ -19,15 +20,15 @@ Status FrameDecoder::decode(const uint8_t* frame, size_t size, uint64_t max_elem
   DCR_REQUIRE(out->header.count() <= max_elements, Code::corrupt,
               "frame " + out->header.describe() + " is longer than the " + std::to_string(max_elements) +
                   " elements allowed");
+  out->positions.resize(out->header.changed);
+  out->words.resize(out->header.changed);
   DCR_TRY(open_changes(frame, out));
   return changes_->decode(out->header.changed).with_context("frame " + out->header.describe());
 }
 
-// Sizes the change arrays and opens the payload's sections for changes_ to decode into them.
+// Opens the payload's sections for changes_ to decode into the change arrays (sized by the caller).
 Status FrameDecoder::open_changes(const uint8_t* frame, DecodedFrame* out) {
   const FrameHeader& h = out->header;
-  out->positions.resize(h.changed);
-  out->words.resize(h.changed);
   ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "frame payload");
   Status status = changes_->open(h, &reader, &codec_, out->positions.data(), out->words.data());
   if (status.is_ok() && reader.remaining() != 0) {
@@ -230,6 +231,8 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
   Region box;
   DCR_TRY(check_destination(h, dst, expected_base_version, &box));
   if (h.is_full() || h.changed == 0) return apply_copy(frame, box, outcome);
+  grow_to(&d.positions, h.changed);  // scratch: never shrunk, so never zero-filled again
+  grow_to(&d.words, h.changed);
   DCR_TRY(open_changes(frame, &d));
   BoxHashes hashes;
   hashes.with_before = h.value_mode == ValueMode::overwrite;

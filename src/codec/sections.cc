@@ -7,6 +7,7 @@
 #include "dcr/codec/bit_io.h"
 #include "dcr/codec/scan.h"
 #include "dcr/codec/tokens.h"
+#include "src/codec/buffer.h"
 #include "src/codec/detokenize_avx512.h"
 #include "src/codec/joint.h"
 
@@ -331,14 +332,13 @@ Status ChangeReader::open_joint(ByteReader* payload) {
   DCR_TRY(codec_->open(payload, h_.changed, 4, &escape_gaps_, &size));
   escapes_ = size;
   escapes_ready_ = escapes_used_ = 0;
-  gap_tokens_.resize(h_.changed);
-  return gaps_.open_extras(payload, codec_, h_.changed, gap_tokens_.data(), 1, "gap token");
+  return gaps_.open_extras(payload, codec_, h_.changed, grow_to(&gap_tokens_, h_.changed), 1, "gap token");
 }
 
 Status ChangeReader::open_values(ByteReader* payload) {
   if (joint_) {
     lazy_values_ = false;
-    escape_words_.resize(escapes_);
+    grow_to(&escape_words_, escapes_);
     return values_.open(payload, codec_, escapes_, 2, "escape value token");
   }
   lazy_values_ = h_.value_packing == ValuePacking::tokens;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include "src/codec/buffer.h"
+
 namespace dcr {
 
 struct StreamCodec::Impl {
@@ -129,7 +131,7 @@ Status StreamCodec::open(ByteReader* reader, size_t max_size, int slot, const ui
       *data = code;
       return Status::ok();
     case Coder::zstd: {
-      out.resize(size);
+      grow_to(&out, size);
       const size_t got = ZSTD_decompressDCtx(impl_->dctx, out.data(), size, code, code_size);
       DCR_REQUIRE(!ZSTD_isError(got), Code::corrupt,
                   std::string("zstd stream: ") + ZSTD_getErrorName(got));
@@ -142,7 +144,7 @@ Status StreamCodec::open(ByteReader* reader, size_t max_size, int slot, const ui
       ByteReader table_reader(code, code_size, "rANS table");
       DCR_TRY(r.table.read(&table_reader));
       const size_t table_size = table_reader.position();
-      out.resize(size);
+      grow_to(&out, size);
       r.lookup.resize(kRansProbScale);
       DCR_TRY(r.rans.start(code + table_size, code_size - table_size, r.table, size,
                            rans_lanes(static_cast<Coder>(coder)), r.lookup.data()));
