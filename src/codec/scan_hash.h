@@ -1,6 +1,6 @@
 // Internal to the codec: the encoder's scan, hashing the bytes it reads while they are in
-// registers. The scan of both copies is bound by memory, so XXH3's arithmetic runs in its shadow
-// instead of in a second pass over the block.
+// registers, so that XXH3's arithmetic overlaps the reads of both copies instead of taking a
+// second pass over the block.
 #pragma once
 
 #include <cstdint>
