@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dcr/codec/scan.h"
+#include "dcr/codec/stream.h"
 #include "dcr/core/hash.h"
 #include "src/codec/buffer.h"
 #include "src/codec/sections.h"
@@ -232,29 +233,32 @@ void FrameEncoder::build_joint_sections(ValueMode mode, const Region& base, cons
 
 namespace {
 
-// Whether at least two thirds of a stream of value tokens are tokens 1 and 2 (one-step words): only
-// then does gaps-joint decode fewer rANS symbols than the separate streams (one a change, and two
-// more an escape, against two a change).
-bool mostly_steps(const RawStream& tokens) {
+// The tokens of a stream of value tokens that are not one-step words (1 or 2), of `total`: the
+// escapes gaps-joint would code apart (long gaps escape too, at most 0.5% of them).
+uint64_t non_steps(const RawStream& tokens, uint64_t* total) {
   Histogram counts = tokens.hist;
   if (!tokens.counted) histogram_of(tokens.data(), tokens.size(), &counts);
-  uint64_t total = 0;
-  for (uint64_t c : counts) total += c;
-  return 3 * (counts[1] + counts[2]) >= 2 * total;
+  *total = 0;
+  for (uint64_t c : counts) *total += c;
+  return *total - counts[1] - counts[2];
 }
 
 }  // namespace
 
 // Whether gap tokens and value tokens go as gaps-joint (the joint sections are then built): when
-// neither is forced, most words are one step, and the joint sections come within the slack of the
-// pair's bytes.
+// neither is forced, the joint sections come within the slack of the pair's bytes, and their
+// escapes are at most a third of the changes (below that receivers decode fewer rANS symbols: one a
+// change and two an escape, against two a change) yet long enough for the 32-state coder (a shorter
+// escape stream would make encode slower than with the pair).
 bool FrameEncoder::joint_pays(PosCoding pos, ValueChoice values, const Region& base, const Region& target,
                               const uint32_t* positions, uint64_t changed) {
   if (options_.pos_coding || options_.value_packing || changed == 0) return false;
   if (pos != PosCoding::gaps_token || values.packing != ValuePacking::tokens) return false;
   Scratch& s = *scratch_;
   const Section& value_tokens = value_section(values, base, target, positions, changed);
-  if (!mostly_steps(value_tokens.streams[0])) return false;
+  uint64_t total = 0;
+  const uint64_t escapes = non_steps(value_tokens.streams[0], &total);
+  if (escapes < kWideRansSymbols || 3 * escapes > total) return false;
   const double apart = measure(s.collector.gap_tokens(), options_, &s.codec, &s.trial) +
                        measure(value_tokens, options_, &s.codec, &s.trial);
   build_joint_sections(values.mode, base, target, positions, changed);

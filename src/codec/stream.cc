@@ -36,7 +36,6 @@ StreamCodec::~StreamCodec() { delete impl_; }
 
 namespace {
 // Streams this long take 32 rANS states: 112 more bytes of state, decoded 32 symbols at a time.
-constexpr size_t kWideRansSymbols = 8192;
 
 unsigned rans_lanes(Coder coder) { return coder == Coder::rans32 ? 32 : 4; }
 

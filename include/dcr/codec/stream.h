@@ -16,6 +16,10 @@ namespace dcr {
 // rans: 4 interleaved states; rans32: 32 (long streams: two AVX-512 registers of states).
 enum class Coder : uint8_t { raw = 0, zstd = 1, rans = 2, rans32 = 3 };
 
+// Streams of this many symbols or more take rans32: its states cost 112 bytes more than rans's,
+// and shorter streams code and decode far slower with the 4 states, one at a time.
+constexpr size_t kWideRansSymbols = 8192;
+
 struct StreamOptions {
   bool try_zstd = false;  // zstd pays off on repetitive bytes (bitmaps, value planes), not on tokens
   bool raw_only = false;  // store as is: no entropy stage (full frames: raw speed over size)
