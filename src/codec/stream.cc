@@ -35,8 +35,6 @@ StreamCodec::StreamCodec() : impl_(new Impl) {}
 StreamCodec::~StreamCodec() { delete impl_; }
 
 namespace {
-// Streams this long take 32 rANS states: 112 more bytes of state, decoded 32 symbols at a time.
-
 unsigned rans_lanes(Coder coder) { return coder == Coder::rans32 ? 32 : 4; }
 
 void put_stream(Coder coder, size_t size, const uint8_t* code, size_t code_size,

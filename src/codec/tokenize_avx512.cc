@@ -27,7 +27,6 @@ DCR_AVX512 inline Tokens make_tokens(__m512i v) {
                 _mm512_maskz_mov_epi32(big, extra_bits)};
 }
 
-
 DCR_AVX512 inline void store_symbols(const Tokens& t, TokenWriter::Cursor* c) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(c->symbols + c->count), _mm512_cvtepi32_epi8(t.symbol));
   c->count += 16;
