@@ -236,8 +236,7 @@ namespace {
 // The tokens of a stream of value tokens that are not one-step words (1 or 2), of `total`: the
 // escapes gaps-joint would code apart (long gaps escape too, at most 0.5% of them).
 uint64_t non_steps(const RawStream& tokens, uint64_t* total) {
-  Histogram counts = tokens.hist;
-  if (!tokens.counted) histogram_of(tokens.data(), tokens.size(), &counts);
+  const Histogram counts = tokens.histogram();
   *total = 0;
   for (uint64_t c : counts) *total += c;
   return *total - counts[1] - counts[2];

@@ -25,16 +25,21 @@ void Section::reset(size_t count) {
   }
 }
 
+Histogram RawStream::histogram() const {
+  if (counted) return hist;
+  Histogram counts;
+  histogram_of(data(), size(), &counts);
+  return counts;
+}
+
 double Section::estimate() const {
   double total = 0;
-  Histogram hist;
   for (const RawStream& s : streams) {
     if (s.raw_only) {
       total += 3 + static_cast<double>(s.size());  // coder byte, two varints, the bytes
       continue;
     }
-    if (!s.counted) histogram_of(s.data(), s.size(), &hist);
-    total += StreamCodec::estimate(s.counted ? s.hist : hist, s.size());
+    total += StreamCodec::estimate(s.histogram(), s.size());
   }
   return total;
 }
@@ -139,9 +144,7 @@ void build_joint(const Section& gaps, const Section& values, Section* positions,
   RawStream& joint = positions->streams[0];
   RawStream& escape_gaps = positions->streams[1];
   RawStream& escape_values = joint_values->streams[0];
-  Histogram gap_histogram = gaps.streams[0].hist;
-  if (!gaps.streams[0].counted) histogram_of(gap_tokens, changes, &gap_histogram);
-  const uint8_t bound = joint_gap_bound(gap_histogram.data());
+  const uint8_t bound = joint_gap_bound(gaps.streams[0].histogram().data());
   JointMax max;
   for (uint64_t first = 0; first < changes; first += kChunk) {
     const uint64_t n = std::min<uint64_t>(kChunk, changes - first);

@@ -24,6 +24,7 @@ struct RawStream {
   bool raw_only = false;  // stored as is (no entropy stage) unless the encoder tries every coder
   bool counted = false;  // `hist` already holds the byte histogram
   Histogram hist;
+  Histogram histogram() const;  // `hist` where counted, else counted now
 };
 
 struct Section {
