@@ -59,8 +59,8 @@ DCR_AVX512 inline bool fours_fit(const Fields& fours) {
   return _mm512_mask_cmpgt_epu64_mask(0x55, fours.bits, _mm512_set1_epi64(64)) == 0;
 }
 
-// The ordered deltas of sixteen changes: from staged words in 16-bit lanes of one 256-bit register
-// (half the width of the 32-bit lanes, and one widening instead of two), else from gathered words.
+// The ordered deltas of sixteen changes: from staged words in the 16-bit lanes they come in (one
+// widening instead of two), else from gathered words.
 template <bool Staged>
 DCR_AVX512 inline __m512i ordered_deltas(bool sign_magnitude, ChangedWords words, const uint8_t* base,
                                          const uint8_t* target, uint64_t j, __m512i positions) {
@@ -68,15 +68,10 @@ DCR_AVX512 inline __m512i ordered_deltas(bool sign_magnitude, ChangedWords words
     const __m512i a = avx512::gather_elements16(base, positions), b = avx512::gather_elements16(target, positions);
     return sign_magnitude ? avx512::encode16<ValueMode::delta_sm>(a, b) : avx512::encode16<ValueMode::delta_tc>(a, b);
   }
-  __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words.base + j));
-  __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words.target + j));
-  if (sign_magnitude) {  // sm_key: flip the sign bit of positives, every bit of negatives
-    const __m256i sign = _mm256_set1_epi16(static_cast<int16_t>(0x8000));
-    a = _mm256_xor_si256(a, _mm256_or_si256(_mm256_srai_epi16(a, 15), sign));
-    b = _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi16(b, 15), sign));
-  }
-  const __m256i d = _mm256_sub_epi16(b, a);
-  return _mm512_cvtepu16_epi32(_mm256_xor_si256(_mm256_slli_epi16(d, 1), _mm256_srai_epi16(d, 15)));  // zigzag
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words.base + j));
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words.target + j));
+  return _mm512_cvtepu16_epi32(sign_magnitude ? avx512::encode16_packed<ValueMode::delta_sm>(a, b)
+                                              : avx512::encode16_packed<ValueMode::delta_tc>(a, b));
 }
 
 template <bool Staged>

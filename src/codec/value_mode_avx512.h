@@ -63,6 +63,21 @@ DCR_AVX512 inline __m512i encode16(__m512i old_bits, __m512i new_bits) {
   return zigzag16(_mm512_sub_epi32(new_bits, old_bits));
 }
 
+// encode_word for M, width 2, on sixteen elements packed in the 16-bit lanes of a 256-bit register
+// (as the scan stages them: half the width of the lanes above, and no widening before the sum).
+template <ValueMode M>
+DCR_AVX512 inline __m256i encode16_packed(__m256i old_bits, __m256i new_bits) {
+  if (M == ValueMode::xor_mask) return _mm256_xor_si256(old_bits, new_bits);
+  if (M == ValueMode::overwrite) return new_bits;
+  if (M == ValueMode::delta_sm) {  // sm_key: flip the sign bit of positives, every bit of negatives
+    const __m256i sign = _mm256_set1_epi16(static_cast<int16_t>(0x8000));
+    old_bits = _mm256_xor_si256(old_bits, _mm256_or_si256(_mm256_srai_epi16(old_bits, 15), sign));
+    new_bits = _mm256_xor_si256(new_bits, _mm256_or_si256(_mm256_srai_epi16(new_bits, 15), sign));
+  }
+  const __m256i d = _mm256_sub_epi16(new_bits, old_bits);
+  return _mm256_xor_si256(_mm256_slli_epi16(d, 1), _mm256_srai_epi16(d, 15));  // zigzag
+}
+
 // apply_word for M, width 2.
 template <ValueMode M>
 DCR_AVX512 inline __m512i apply16(__m512i old_bits, __m512i word) {
