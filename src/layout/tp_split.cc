@@ -4,53 +4,118 @@ namespace dcr {
 
 namespace {
 
-const char* const kRowSplit[] = {"attn.q.weight",   "attn.k.weight",       "attn.v.weight", "mlp.gate.weight",
-                                 "mlp.up.weight",   "embed_tokens.weight", "lm_head.weight"};
-const char* const kColSplit[] = {"attn.o.weight", "mlp.down.weight"};
+std::string name_of(const Manifest& m, uint32_t id) { return "tensor '" + m.tensors[id].name + "'"; }
 
-template <size_t N>
-bool matches_any(const std::string& name, const char* const (&suffixes)[N]) {
-  for (const char* s : suffixes) {
-    if (has_component_suffix(name, s)) return true;
+uint64_t output_extent(const TensorDesc& t) { return t.shape.empty() ? 1 : static_cast<uint64_t>(t.shape[0]); }
+
+Status require_divides(const Manifest& m, uint32_t id, uint64_t extent, uint64_t parts, const std::string& what) {
+  DCR_REQUIRE(parts >= 1 && extent % parts == 0, Code::invalid_argument,
+              name_of(m, id) + " has " + std::to_string(extent) + " " + what + ", not divisible by tp " +
+                  std::to_string(parts));
+  return Status::ok();
+}
+
+// q, k or v rows of one attention for serving rank r (heads from config.json).
+Status head_band(const Manifest& m, const ModelRules& rules, uint32_t id, int tp, int r, Box* out) {
+  if (tp == 1) return *out = whole_tensor(id, m.tensors[id]), Status::ok();
+  const ModelDims& d = rules.dims;
+  const TensorRule& rule = rules.tensors[id];
+  DCR_REQUIRE(d.heads > 0 && d.kv_heads > 0 && d.head_dim > 0, Code::invalid_argument,
+              name_of(m, id) + " is split by attention heads, but config.json gives no num_attention_heads, "
+              "num_key_value_heads and head_dim");
+  const bool query = rule.member == 0;
+  const uint64_t heads = static_cast<uint64_t>(query ? d.heads : d.kv_heads), dim = static_cast<uint64_t>(d.head_dim);
+  const uint64_t extent = output_extent(m.tensors[id]), n = static_cast<uint64_t>(tp);
+  DCR_REQUIRE(extent == heads * dim, Code::invalid_argument,
+              name_of(m, id) + " has " + std::to_string(extent) + " outputs, but config.json gives " +
+                  std::to_string(heads) + (query ? " heads" : " KV heads") + " of " + std::to_string(dim));
+  if (query || heads >= n) {
+    DCR_TRY(require_divides(m, id, heads, n, query ? "attention heads" : "KV heads"));
+    *out = output_band(m, id, r * (heads / n) * dim, (heads / n) * dim);
+    return Status::ok();
   }
-  return false;
+  DCR_REQUIRE(n % heads == 0, Code::invalid_argument,
+              name_of(m, id) + ": tp " + std::to_string(tp) + " is larger than its " + std::to_string(heads) +
+                  " KV heads but not a multiple of them");
+  *out = output_band(m, id, (r / (n / heads)) * dim, dim);
+  return Status::ok();
 }
 
 }  // namespace
 
-bool has_component_suffix(const std::string& name, const std::string& suffix) {
-  if (name == suffix) return true;
-  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-         name[name.size() - suffix.size() - 1] == '.';
-}
-
-TpSplit tp_split(const TensorDesc& tensor) {
-  if (tensor.is_buffer) return TpSplit::replicated;
-  if (matches_any(tensor.name, kRowSplit)) return TpSplit::rows;
-  if (matches_any(tensor.name, kColSplit)) return TpSplit::cols;
-  return TpSplit::replicated;
-}
-
-Status tp_part(const Manifest& manifest, uint32_t id, int tp, int tp_rank, Box* part) {
+Box output_band(const Manifest& manifest, uint32_t id, uint64_t start, uint64_t count) {
   const TensorDesc& t = manifest.tensors[id];
-  *part = whole_tensor(id, t);
-  const TpSplit split = tp_split(t);
-  if (split == TpSplit::replicated || tp == 1) return Status::ok();
-  const bool by_rows = split == TpSplit::rows;
-  const uint64_t extent = by_rows ? part->rows : part->cols;
-  const uint64_t degree = static_cast<uint64_t>(tp);
-  DCR_REQUIRE(extent % degree == 0, Code::invalid_argument,
-              "tensor '" + t.name + "' has " + std::to_string(extent) + (by_rows ? " rows" : " columns") +
-                  ", not divisible by tp " + std::to_string(tp));
-  const uint64_t band = extent / degree, start = band * static_cast<uint64_t>(tp_rank);
+  if (t.shape.size() < 2) return Box{id, 0, 1, start, count};
+  return Box{id, start, count, 0, tensor_cols(t)};
+}
+
+Status equal_band(const Manifest& manifest, uint32_t id, bool outputs, int parts, int index, Box* out) {
+  const TensorDesc& t = manifest.tensors[id];
+  *out = whole_tensor(id, t);
+  if (parts == 1) return Status::ok();
+  DCR_REQUIRE(t.shape.size() <= 2, Code::invalid_argument,
+              name_of(manifest, id) + " has " + std::to_string(t.shape.size()) +
+                  " dimensions; only matrices and vectors can be split");
+  const bool by_rows = outputs && t.shape.size() == 2;
+  const uint64_t extent = by_rows ? out->rows : out->cols, n = static_cast<uint64_t>(parts);
+  DCR_TRY(require_divides(manifest, id, extent, n, by_rows ? "rows" : "columns"));
+  const uint64_t band = extent / n, start = band * static_cast<uint64_t>(index);
   if (by_rows) {
-    part->row0 = start;
-    part->rows = band;
+    out->row0 = start;
+    out->rows = band;
   } else {
-    part->col0 = start;
-    part->cols = band;
+    out->col0 = start;
+    out->cols = band;
   }
   return Status::ok();
+}
+
+Status vocab_band(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, Box* out,
+                  uint64_t* band_rows) {
+  const uint64_t vocab = output_extent(manifest.tensors[id]), pad = static_cast<uint64_t>(rules.vocab_padding);
+  const uint64_t padded = (vocab + pad - 1) / pad * pad, n = static_cast<uint64_t>(tp);
+  DCR_REQUIRE(padded % n == 0, Code::invalid_argument,
+              name_of(manifest, id) + ": the vocabulary of " + std::to_string(vocab) + " padded to " +
+                  std::to_string(padded) + " is not divisible by tp " + std::to_string(tp));
+  *band_rows = padded / n;
+  const uint64_t start = *band_rows * static_cast<uint64_t>(tp_rank);
+  const uint64_t end = std::min(start + *band_rows, vocab);
+  *out = output_band(manifest, id, start, end > start ? end - start : 0);
+  return Status::ok();
+}
+
+Status training_part(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, Box* out) {
+  const TensorRule& rule = rules.tensors[id];
+  if (tp > 1) DCR_TRY(check_matched(manifest, rules, id));
+  switch (rule.kind) {
+    case SplitKind::replicated:
+      *out = whole_tensor(id, manifest.tensors[id]);
+      return Status::ok();
+    case SplitKind::vocab: {
+      uint64_t band_rows = 0;
+      return vocab_band(manifest, rules, id, tp, tp_rank, out, &band_rows);
+    }
+    case SplitKind::row:
+    case SplitKind::expert_row:
+      return equal_band(manifest, id, false, tp, tp_rank, out);
+    default:
+      return equal_band(manifest, id, true, tp, tp_rank, out);
+  }
+}
+
+Status serving_part(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, int moe_tp,
+                    int moe_rank, Box* out) {
+  if (tp > 1) DCR_TRY(check_matched(manifest, rules, id));
+  switch (rules.tensors[id].kind) {
+    case SplitKind::qkv:
+      return head_band(manifest, rules, id, tp, tp_rank, out);
+    case SplitKind::expert_column:
+      return equal_band(manifest, id, true, moe_tp, moe_rank, out);
+    case SplitKind::expert_row:
+      return equal_band(manifest, id, false, moe_tp, moe_rank, out);
+    default:
+      return training_part(manifest, rules, id, tp, tp_rank, out);
+  }
 }
 
 }  // namespace dcr

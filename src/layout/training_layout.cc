@@ -13,16 +13,57 @@ Status check_layout(const TrainingLayout& layout, int rank) {
               "training layout: fsdp must be at least 1, got " + std::to_string(layout.fsdp));
   DCR_REQUIRE(layout.tp >= 1, Code::invalid_argument,
               "training layout: tp must be at least 1, got " + std::to_string(layout.tp));
+  DCR_REQUIRE(layout.rules != nullptr, Code::invalid_argument, "training layout: no model rules");
   const int world = layout.fsdp * layout.tp;
+  DCR_REQUIRE(layout.ep >= 1 && world % layout.ep == 0, Code::invalid_argument,
+              "training layout: ep " + std::to_string(layout.ep) + " must divide the " + std::to_string(world) +
+                  " training ranks");
   DCR_REQUIRE(rank >= 0 && rank < world, Code::invalid_argument,
               "training rank " + std::to_string(rank) + " is outside the world of fsdp * tp = " +
                   std::to_string(world));
   return Status::ok();
 }
 
-std::string shard_name(const std::string& tensor, const TrainingLayout& layout, int tp_rank, int fsdp_rank) {
-  const std::string tp = layout.tp > 1 ? "#tp" + std::to_string(tp_rank) : "";
-  return tensor + tp + "#fsdp" + std::to_string(fsdp_rank);
+// How one tensor is held: the part of the model it shards, over how many ranks, which of them this
+// rank is, and whether this rank lists pieces (owns) or holds nothing of it at all.
+struct Sharding {
+  Box part;
+  std::string group;  // "#tp<t>" or "#ep<g>" or ""
+  int ranks = 1, index = 0;
+  bool owner = true, held = true;
+};
+
+bool is_expert(SplitKind k) { return k == SplitKind::expert_column || k == SplitKind::expert_row; }
+
+// Expert e's group under ep groups (the linear placement of serving_layout.h).
+int64_t expert_group(int64_t e, int64_t experts, int ep) {
+  const int64_t base = experts / ep, extra = experts % ep;
+  const int64_t split = extra * (base + 1);
+  return e < split ? e / (base + 1) : extra + (e - split) / std::max<int64_t>(base, 1);
+}
+
+Status sharding_of(const Manifest& m, const TrainingLayout& l, uint32_t id, int rank, Sharding* s) {
+  const TensorRule& rule = l.rules->tensors[id];
+  const int world = l.fsdp * l.tp;
+  if (l.ep > 1 && is_expert(rule.kind)) {
+    const int group_size = world / l.ep, group = rank / group_size;
+    DCR_REQUIRE(rule.expert < l.rules->dims.experts, Code::invalid_argument,
+                "tensor '" + m.tensors[id].name + "' is expert " + std::to_string(rule.expert) + " of " +
+                    std::to_string(l.rules->dims.experts) + " (config.json)");
+    s->part = whole_tensor(id, m.tensors[id]);
+    s->group = "#ep" + std::to_string(expert_group(rule.expert, l.rules->dims.experts, l.ep));
+    s->ranks = group_size;
+    s->index = rank % group_size;
+    s->held = s->group == "#ep" + std::to_string(group);
+    return Status::ok();
+  }
+  const int tp_rank = rank / l.fsdp;
+  DCR_TRY(training_part(m, *l.rules, id, l.tp, tp_rank, &s->part));
+  s->group = l.tp > 1 ? "#tp" + std::to_string(tp_rank) : "";
+  s->ranks = l.fsdp;
+  s->index = rank % l.fsdp;
+  s->owner = tp_rank == 0 || (rule.kind != SplitKind::replicated && !m.tensors[id].is_buffer);
+  return Status::ok();
 }
 
 // Appends the pieces holding flat elements [begin, end) of `part` (row-major, part.cols wide);
@@ -53,19 +94,20 @@ void add_flat_range(const Box& part, uint64_t begin, uint64_t end, uint64_t base
 Status training_holdings(const Manifest& manifest, const TrainingLayout& layout, int rank, Holdings* out) {
   DCR_TRY(check_layout(layout, rank));
   DCR_TRY(manifest.validate());
-  const int tp_rank = rank / layout.fsdp, fsdp_rank = rank % layout.fsdp;
-  const uint64_t fsdp = static_cast<uint64_t>(layout.fsdp);
   Holdings holdings;
   for (uint32_t id = 0; id < manifest.tensors.size(); ++id) {
-    Box part;
-    DCR_TRY(tp_part(manifest, id, layout.tp, tp_rank, &part));
-    const uint64_t n = part.elements(), shard = (n + fsdp - 1) / fsdp;
-    const uint64_t base = shard * static_cast<uint64_t>(fsdp_rank);
+    Sharding s;
+    DCR_TRY(sharding_of(manifest, layout, id, rank, &s));
+    if (!s.held) continue;
+    const uint64_t ranks = static_cast<uint64_t>(s.ranks);
+    const uint64_t n = s.part.elements(), shard = (n + ranks - 1) / ranks;
+    const uint64_t base = shard * static_cast<uint64_t>(s.index);
     const uint32_t buffer = static_cast<uint32_t>(holdings.buffer_names.size());
-    holdings.buffer_names.push_back(shard_name(manifest.tensors[id].name, layout, tp_rank, fsdp_rank));
+    holdings.buffer_names.push_back(manifest.tensors[id].name + s.group + "#fsdp" + std::to_string(s.index));
     holdings.buffer_elements.push_back(shard);
-    const bool owner = tp_rank == 0 || tp_split(manifest.tensors[id]) != TpSplit::replicated;
-    if (owner) add_flat_range(part, std::min(base, n), std::min(base + shard, n), base, buffer, &holdings.pieces);
+    holdings.buffer_shapes.push_back({static_cast<int64_t>(shard)});
+    holdings.buffer_dtypes.push_back(manifest.tensors[id].dtype);
+    if (s.owner) add_flat_range(s.part, std::min(base, n), std::min(base + shard, n), base, buffer, &holdings.pieces);
   }
   *out = std::move(holdings);
   return Status::ok();

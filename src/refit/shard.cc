@@ -5,12 +5,8 @@
 namespace dcr {
 
 Shard::Shard(const Manifest& manifest, Holdings holdings) : manifest_(&manifest), holdings_(std::move(holdings)) {
-  dtypes_.assign(holdings_.buffer_names.size(), DType::u8);
-  widths_.assign(holdings_.buffer_names.size(), 1);
-  for (const LocalPiece& p : holdings_.pieces) {
-    dtypes_[p.buffer] = manifest.tensors[p.box.tensor].dtype;
-    widths_[p.buffer] = static_cast<unsigned>(manifest.tensors[p.box.tensor].width());
-  }
+  dtypes_ = holdings_.buffer_dtypes;
+  for (DType d : dtypes_) widths_.push_back(static_cast<unsigned>(dtype_width(d)));
   buffers_.resize(widths_.size());
   for (size_t b = 0; b < buffers_.size(); ++b) buffers_[b].assign(holdings_.buffer_elements[b] * widths_[b], 0);
 }
@@ -74,6 +70,14 @@ Manifest Shard::buffer_manifest() const {
   for (size_t b = 0; b < buffers_.size(); ++b) {
     m.tensors.push_back(TensorDesc{holdings_.buffer_names[b], dtypes_[b],
                                    {static_cast<int64_t>(holdings_.buffer_elements[b])}, false});
+  }
+  return m;
+}
+
+Manifest Shard::shaped_manifest() const {
+  Manifest m = buffer_manifest();
+  for (size_t b = 0; b < m.tensors.size() && b < holdings_.buffer_shapes.size(); ++b) {
+    m.tensors[b].shape = holdings_.buffer_shapes[b];
   }
   return m;
 }

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "dcr/core/box.h"
+#include "dcr/layout/model_rules.h"
 #include "dcr/layout/piece.h"
 #include "dcr/model/presets.h"
 
@@ -130,24 +132,46 @@ inline uint32_t id_of(const Manifest& m, const std::string& name) {
   return 0;
 }
 
-// The test's own statement of the TP split: 'r' rows, 'c' columns, 'w' whole.
+// dcr's own family (configs/models/dcr.json) resolved for `m`; `whole`, when given, is one more
+// rule listing tensors as replicated.
+inline ModelRules rules_of(const Manifest& m, const std::string& whole = "") {
+  ModelFamily family;
+  EXPECT_TRUE(load_model_family("dcr", &family).is_ok());
+  if (!whole.empty()) {
+    FamilyRule rule;
+    rule.pattern = whole;
+    rule.regex = std::regex(whole);
+    family.rules.push_back(rule);
+  }
+  ModelRules rules;
+  EXPECT_TRUE(resolve_rules(family, ModelDims{}, m, &rules).is_ok());
+  return rules;
+}
+
+// The test's own statement of the TP split: 'r' rows, 'c' columns, 'w' whole, 'v' vocabulary rows
+// (padded to a multiple of 64, padding zero).
 inline char split_kind(const TensorDesc& t) {
   const std::string& n = t.name;
   if (t.is_buffer || n.find("norm") != std::string::npos || n == "conv.weight" || n == "scale") return 'w';
   if (n.find("attn.o.") != std::string::npos || n.find("mlp.down.") != std::string::npos) return 'c';
+  if (n.find("embed_tokens") != std::string::npos || n.find("lm_head") != std::string::npos) return 'v';
   return 'r';
 }
 
-// The values of tensor `id`'s TP part for rank `tp_rank` of `tp`, row-major.
-inline std::vector<uint64_t> tp_part_values(const Manifest& m, const Values& model, uint32_t id, int tp, int tp_rank) {
+// The values of tensor `id`'s TP part for rank `tp_rank` of `tp`, row-major; vocabulary rows past
+// the real tokens are zeros with `pad` (serving) and left out without (training).
+inline std::vector<uint64_t> tp_part_values(const Manifest& m, const Values& model, uint32_t id, int tp, int tp_rank,
+                                            bool pad = true) {
   const TensorDesc& t = m.tensors[id];
   const uint64_t rows = tensor_rows(t), cols = tensor_cols(t);
   const char kind = split_kind(t);
-  const uint64_t r_band = kind == 'r' ? rows / tp : rows, c_band = kind == 'c' ? cols / tp : cols;
-  const uint64_t r0 = kind == 'r' ? r_band * tp_rank : 0, c0 = kind == 'c' ? c_band * tp_rank : 0;
+  const uint64_t padded = kind == 'v' ? (rows + 63) / 64 * 64 : rows;
+  const bool by_rows = kind == 'r' || kind == 'v';
+  const uint64_t r_band = by_rows ? padded / tp : rows, c_band = kind == 'c' ? cols / tp : cols;
+  const uint64_t r0 = by_rows ? r_band * tp_rank : 0, c0 = kind == 'c' ? c_band * tp_rank : 0;
   std::vector<uint64_t> out;
-  for (uint64_t r = r0; r < r0 + r_band; ++r) {
-    for (uint64_t c = c0; c < c0 + c_band; ++c) out.push_back(model[id][r * cols + c]);
+  for (uint64_t r = r0; r < r0 + r_band && (pad || r < rows); ++r) {
+    for (uint64_t c = c0; c < c0 + c_band; ++c) out.push_back(r < rows ? model[id][r * cols + c] : 0);
   }
   return out;
 }

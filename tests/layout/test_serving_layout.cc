@@ -18,9 +18,9 @@ std::map<std::string, std::vector<uint64_t>> expected_buffers(const Manifest& m,
   for (uint32_t id = 0; id < m.tensors.size(); ++id) {
     std::string name = m.tensors[id].name;
     const size_t attn = name.find("attn."), mlp = name.find("mlp.");
-    if (l.fuse_qkv && attn != std::string::npos && name.find("attn.o.") == std::string::npos) {
+    if (l.fuse && attn != std::string::npos && name.find("attn.o.") == std::string::npos) {
       name = name.substr(0, attn) + "attn.qkv";
-    } else if (l.fuse_gate_up && mlp != std::string::npos && name.find("mlp.down.") == std::string::npos) {
+    } else if (l.fuse && mlp != std::string::npos && name.find("mlp.down.") == std::string::npos) {
       name = name.substr(0, mlp) + "mlp.gate_up";
     }
     const std::vector<uint64_t> part = tp_part_values(m, model, id, l.tp, tp_rank);
@@ -30,7 +30,7 @@ std::map<std::string, std::vector<uint64_t>> expected_buffers(const Manifest& m,
 }
 
 void check_serving(const Manifest& m, const ServingLayout& l) {
-  SCOPED_TRACE("tp " + std::to_string(l.tp) + (l.fuse_qkv ? " qkv" : "") + (l.fuse_gate_up ? " gate_up" : ""));
+  SCOPED_TRACE("tp " + std::to_string(l.tp) + (l.fuse ? " fused" : ""));
   const Values model = numbered_model(m);
   const int replicas = 2;
   Values counts = zero_model(m);
@@ -53,6 +53,11 @@ void check_serving(const Manifest& m, const ServingLayout& l) {
     for (const LocalPiece& p : h.pieces) {
       if (split_kind(m.tensors[p.box.tensor]) != 'w') count_box(m, p.box, &counts);
     }
+    for (size_t b = 0; b < buffers.size(); ++b) {  // every buffer's shape covers its elements
+      uint64_t n = 1;
+      for (int64_t d : h.buffer_shapes[b]) n *= static_cast<uint64_t>(d);
+      EXPECT_EQ(n, buffers[b].size()) << h.buffer_names[b];
+    }
   }
   // Every split element is held by exactly one tp rank of each replica.
   Values expected = zero_model(m);
@@ -64,23 +69,45 @@ void check_serving(const Manifest& m, const ServingLayout& l) {
 
 TEST(ServingLayout, TinyBuffersEqualTheLoadedModel) {
   const Manifest m = tiny_model();
+  const ModelRules rules = rules_of(m);
   for (int tp : {1, 2, 4}) {
-    check_serving(m, ServingLayout{tp, true, true});
-    check_serving(m, ServingLayout{tp, false, false});
-    check_serving(m, ServingLayout{tp, true, false});
+    check_serving(m, ServingLayout{tp, true, 1, &rules});
+    check_serving(m, ServingLayout{tp, false, 1, &rules});
   }
 }
 
 TEST(ServingLayout, OddModelBuffersEqualTheLoadedModel) {
+  // conv.weight (3-D) matches no rule of the dcr family: listed as replicated here.
   const Manifest m = odd_model(6, 2, 10, 10);
-  for (int tp : {1, 2}) check_serving(m, ServingLayout{tp, true, true});
-  check_serving(odd_model(7, 3, 11, 13), ServingLayout{1, true, true});
+  const ModelRules rules = rules_of(m, "conv\\.weight");
+  for (int tp : {1, 2}) check_serving(m, ServingLayout{tp, true, 1, &rules});
+  const Manifest odd = odd_model(7, 3, 11, 13);
+  const ModelRules odd_rules = rules_of(odd);
+  check_serving(odd, ServingLayout{1, true, 1, &odd_rules});
+}
+
+TEST(ServingLayout, VocabularyIsPaddedAndSplitInEqualBands) {
+  // 100 tokens pad to 128: tp 4 bands of 32 rows; rank 3 holds tokens [96, 100) and 28 zero rows.
+  Manifest m;
+  m.tensors = {tensor("embed_tokens.weight", {100, 8})};
+  const ModelRules rules = rules_of(m);
+  Holdings h;
+  ASSERT_TRUE(serving_holdings(m, ServingLayout{4, true, 1, &rules}, 3, &h).is_ok());
+  ASSERT_EQ(h.pieces.size(), 1u);
+  EXPECT_EQ(h.pieces[0].box, (Box{0, 96, 4, 0, 8}));
+  EXPECT_EQ(h.buffer_elements[0], 32u * 8);
+  EXPECT_EQ(h.buffer_shapes[0], (std::vector<int64_t>{32, 8}));
+  // tp 8: bands of 16 rows; rank 7 (rows [112, 128)) holds padding only.
+  ASSERT_TRUE(serving_holdings(m, ServingLayout{8, true, 1, &rules}, 7, &h).is_ok());
+  EXPECT_TRUE(h.pieces.empty());
+  EXPECT_EQ(h.buffer_elements[0], 16u * 8);
 }
 
 TEST(ServingLayout, FusedOffsetsByHand) {
   const Manifest m = tiny_model();  // d 192, kv 64, ff 512
   Holdings h;
-  ASSERT_TRUE(serving_holdings(m, ServingLayout{2, true, true}, 3, &h).is_ok());  // replica 1, tp rank 1
+  const ModelRules rules = rules_of(m);
+  ASSERT_TRUE(serving_holdings(m, ServingLayout{2, true, 1, &rules}, 3, &h).is_ok());  // replica 1, tp rank 1
   uint32_t buffer;
   uint64_t offset, pitch;
   // q's slice is rows [96, 192) of q: 96 rows of 192, so k's first row (row 32) follows at 96 * 192.
@@ -109,7 +136,8 @@ TEST(ServingLayout, FusedOffsetsByHand) {
 TEST(ServingLayout, BufferOrderFollowsTheManifest) {
   const Manifest m = tiny_model();
   Holdings h;
-  ASSERT_TRUE(serving_holdings(m, ServingLayout{1, true, true}, 0, &h).is_ok());
+  const ModelRules rules = rules_of(m);
+  ASSERT_TRUE(serving_holdings(m, ServingLayout{1, true, 1, &rules}, 0, &h).is_ok());
   const std::vector<std::string> first = {"embed_tokens.weight", "layers.0.input_norm.weight", "layers.0.attn.qkv",
                                           "layers.0.attn.o.weight", "layers.0.post_norm.weight", "layers.0.mlp.gate_up",
                                           "layers.0.mlp.down.weight"};
@@ -122,7 +150,8 @@ TEST(ServingLayout, FusesMembersListedOutOfOrder) {
   Manifest m;
   m.tensors = {tensor("attn.v.weight", {2, 4}), tensor("attn.k.weight", {2, 4}), tensor("attn.q.weight", {4, 4})};
   Holdings h;
-  ASSERT_TRUE(serving_holdings(m, ServingLayout{2, true, true}, 1, &h).is_ok());
+  const ModelRules rules = rules_of(m);
+  ASSERT_TRUE(serving_holdings(m, ServingLayout{2, true, 1, &rules}, 1, &h).is_ok());
   ASSERT_EQ(h.buffer_names, std::vector<std::string>{"attn.qkv"});
   uint32_t buffer;
   uint64_t offset, pitch;

@@ -14,7 +14,7 @@ using namespace layout_test;
 std::vector<uint64_t> expected_shard(const Manifest& m, const Values& model, uint32_t id, const TrainingLayout& l,
                                      int rank) {
   const int tp_rank = rank / l.fsdp;
-  std::vector<uint64_t> part = tp_part_values(m, model, id, l.tp, tp_rank);
+  std::vector<uint64_t> part = tp_part_values(m, model, id, l.tp, tp_rank, false);
   const size_t shard = (part.size() + l.fsdp - 1) / l.fsdp;
   if (tp_rank > 0 && split_kind(m.tensors[id]) == 'w') return std::vector<uint64_t>(shard, 0);  // not the owner
   part.resize(shard * l.fsdp, 0);
@@ -22,7 +22,9 @@ std::vector<uint64_t> expected_shard(const Manifest& m, const Values& model, uin
   return std::vector<uint64_t>(begin, begin + static_cast<std::ptrdiff_t>(shard));
 }
 
-void check_round_trip(const Manifest& m, const TrainingLayout& l) {
+void check_round_trip(const Manifest& m, TrainingLayout l) {
+  const ModelRules rules = rules_of(m, "conv\\.weight");
+  l.rules = &rules;
   SCOPED_TRACE("fsdp " + std::to_string(l.fsdp) + " tp " + std::to_string(l.tp));
   const Values model = numbered_model(m);
   Values rebuilt = zero_model(m), counts = zero_model(m);
@@ -64,8 +66,9 @@ TEST(TrainingLayout, OddSizesRoundTripWithPadding) {
 
 TEST(TrainingLayout, NamesBuffersAndPadsShards) {
   const Manifest m = odd_model(6, 2, 10, 10);
+  const ModelRules r = rules_of(m, "conv\\.weight");
   Holdings h;
-  ASSERT_TRUE(training_holdings(m, TrainingLayout{4, 2}, 5, &h).is_ok());  // tp rank 1, fsdp rank 1
+  ASSERT_TRUE(training_holdings(m, TrainingLayout{4, 2, 1, &r}, 5, &h).is_ok());  // tp rank 1, fsdp rank 1
   const uint32_t o = id_of(m, "layers.0.attn.o.weight");
   EXPECT_EQ(h.buffer_names[o], "layers.0.attn.o.weight#tp1#fsdp1");
   EXPECT_EQ(h.buffer_elements[o], 5u);  // the part is 6 x 3 = 18 elements, padded to 20 over 4 ranks
@@ -84,14 +87,15 @@ TEST(TrainingLayout, NamesBuffersAndPadsShards) {
   EXPECT_EQ(offset, 2u);
   EXPECT_EQ(pitch, 3u);
 
-  ASSERT_TRUE(training_holdings(m, TrainingLayout{1, 1}, 0, &h).is_ok());
+  ASSERT_TRUE(training_holdings(m, TrainingLayout{1, 1, 1, &r}, 0, &h).is_ok());
   EXPECT_EQ(h.buffer_names[0], "embed_tokens.weight#fsdp0");
 }
 
 TEST(TrainingLayout, RankInPaddingKeepsAnEmptyBuffer) {
   const Manifest m = odd_model(6, 2, 10, 10);
+  const ModelRules r = rules_of(m);
   Holdings h;
-  ASSERT_TRUE(training_holdings(m, TrainingLayout{3, 1}, 2, &h).is_ok());
+  ASSERT_TRUE(training_holdings(m, TrainingLayout{3, 1, 1, &r}, 2, &h).is_ok());
   const uint32_t counter = id_of(m, "step_counter");
   EXPECT_EQ(h.buffer_elements[counter], 1u);
   for (const LocalPiece& p : h.pieces) EXPECT_NE(p.box.tensor, counter);

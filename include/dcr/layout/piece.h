@@ -20,11 +20,13 @@ struct LocalPiece {
   uint64_t pitch = 0;
 };
 
-// A rank's local buffers (names and sizes in elements, padding included) and the pieces they hold.
+// A rank's local buffers (names, sizes in elements with padding, shapes) and the pieces they hold.
 // The pieces of one rank never overlap.
 struct Holdings {
   std::vector<std::string> buffer_names;
   std::vector<uint64_t> buffer_elements;
+  std::vector<std::vector<int64_t>> buffer_shapes;  // the serving runtime's parameter shapes
+  std::vector<DType> buffer_dtypes;
   std::vector<LocalPiece> pieces;
 };
 

@@ -1,27 +1,34 @@
-// Where a rollout (serving) rank keeps the canonical model: its own tensor-parallel split, with
-// q/k/v and gate/up optionally fused into one buffer each, as serving runtimes load them.
+// Where a rollout (serving) rank keeps the canonical model: vLLM's per-rank layout
+// (shared/SERVING_LAYOUT.md), driven by the model family's rules (model_rules.h): fused q/k/v and
+// gate/up buffers, KV heads replicated when tp exceeds them, row-parallel biases whole, the
+// vocabulary padded and split in equal bands, tied lm_head dropped, and experts fused into w13 / w2
+// per local expert with expert parallelism.
 #pragma once
 
 #include "dcr/core/status.h"
 #include "dcr/core/tensor.h"
+#include "dcr/layout/model_rules.h"
 #include "dcr/layout/piece.h"
 
 namespace dcr {
 
-// replicas * tp rollout ranks; rollout rank r has tp rank r % tp.
+// replicas * tp rollout ranks; rollout rank r has tp rank r % tp. Experts: ep groups (ep divides
+// tp) of moe_tp = tp / ep ranks; tp rank t is in expert group t / moe_tp at expert tp rank
+// t % moe_tp, and group g holds experts [g*(E/ep) + min(g, E%ep), ...) (E/ep, plus one for the
+// first E%ep groups), as vLLM's linear placement. ep == tp is vLLM's --enable-expert-parallel.
 struct ServingLayout {
   int tp = 1;
-  bool fuse_qkv = true;
-  bool fuse_gate_up = true;
+  bool fuse = true;  // false: every tensor in a buffer of its own (its part only); experts still fuse
+  int ep = 1;
+  const ModelRules* rules = nullptr;
 };
 
-// The holdings of rollout rank `rollout_rank`. Split tensors hold their TP part (see tp_split.h),
-// replicated ones the whole tensor, each in a buffer named after the tensor with pitch = part columns.
-// Fused: "<prefix>attn.qkv" holds the rows [q part; k part; v part] of "<prefix>attn.{q,k,v}.weight"
-// and "<prefix>mlp.gate_up" holds [gate part; up part], pitch = the shared input width; a fused
-// buffer takes the place of its first member in manifest order, and a group fuses only when all its
-// members exist. invalid_argument for tp < 1, a negative rank, a TP split that does not divide, or
-// fused members of different widths.
+// The holdings of rollout rank `rollout_rank`: one buffer per serving name, in order of the first
+// tensor of each; a fused buffer stacks its members' parts along dim 0 in member order (per local
+// expert for expert buffers). buffer_shapes give vLLM's parameter shapes. invalid_argument for
+// tp < 1, ep not dividing tp, a negative rank, a split that does not divide, an unmatched tensor
+// of 2+ dims at tp > 1, a fused buffer missing a member or holding one twice, or fused members of
+// different widths.
 Status serving_holdings(const Manifest& manifest, const ServingLayout& layout, int rollout_rank, Holdings* out);
 
 }  // namespace dcr

@@ -1,28 +1,38 @@
-// How tensor-parallel runtimes split canonical tensors, shared by the training and serving layouts.
-// Column-parallel linears (attention q, k, v; MLP gate, up) and the vocabulary-parallel embed_tokens
-// and lm_head are split by rows (the output dim of an [out, in] weight); row-parallel linears
-// (attention o, MLP down) by columns; everything else (norms, buffers) is replicated whole.
+// The tensor-parallel part of a canonical tensor that one rank holds, by the kind its model family
+// gives it (model_rules.h): an output band (dim 0: rows of a matrix, elements of a bias), an input
+// band (the last dim), a padded vocabulary band, or a band of attention heads.
 #pragma once
-
-#include <string>
 
 #include "dcr/core/box.h"
 #include "dcr/core/status.h"
+#include "dcr/layout/model_rules.h"
 
 namespace dcr {
 
-enum class TpSplit { replicated, rows, cols };
+// The box of `count` outputs from `start` (dim 0) of tensor `id`: rows of a matrix, columns of a
+// 1-D tensor's single row.
+Box output_band(const Manifest& manifest, uint32_t id, uint64_t start, uint64_t count);
 
-// The split of a tensor, from its name's last components (so "model.layers.0.attn.q.weight" counts
-// as a q weight too). Buffers are always replicated.
-TpSplit tp_split(const TensorDesc& tensor);
+// The index-th of `parts` equal bands of tensor `id` along its outputs (or inputs: the last dim).
+// invalid_argument naming the tensor and the degree when they do not divide, or for a tensor of
+// more than two dimensions.
+Status equal_band(const Manifest& manifest, uint32_t id, bool outputs, int parts, int index, Box* out);
 
-// The canonical box of tensor `id` that rank `tp_rank` of a tensor-parallel group of `tp` holds:
-// the tp_rank-th of `tp` equal row or column bands, or the whole tensor when replicated.
-// invalid_argument, naming the tensor and the degree, when the split dimension is not divisible by tp.
-Status tp_part(const Manifest& manifest, uint32_t id, int tp, int tp_rank, Box* part);
+// Vocabulary-parallel: the padded vocabulary Vp (a multiple of rules.vocab_padding) cut into `tp`
+// bands of Vp / tp rows; *band_rows = Vp / tp, and *out the band's rows that are real tokens (empty
+// for a band wholly in the padding). invalid_argument when tp does not divide Vp.
+Status vocab_band(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, Box* out,
+                  uint64_t* band_rows);
 
-// Whether `name` is `suffix` or ends with "." + suffix.
-bool has_component_suffix(const std::string& name, const std::string& suffix);
+// The part of tensor `id` a training rank of a `tp`-wide group holds (experts: see training_layout.h);
+// heads and vocabulary are cut in equal bands (vocabulary padded as above).
+Status training_part(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, Box* out);
+
+// The part of tensor `id` that serving rank tp_rank holds as vLLM loads it (SERVING_LAYOUT.md):
+// q in bands of Hq / tp heads, k and v in bands of KV heads or, when tp > Hkv, KV head
+// tp_rank / (tp / Hkv); experts in bands of moe_tp (the expert tensor-parallel degree) at
+// moe_rank. Vocabulary: see vocab_band.
+Status serving_part(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, int moe_tp,
+                    int moe_rank, Box* out);
 
 }  // namespace dcr

@@ -38,6 +38,8 @@ class Shard {
   // The local buffers as a checkpoint: one 1-D "tensor" per buffer (named after it, typed like the
   // tensors it holds), for snapshots; and back, checking every buffer's name and size.
   Manifest buffer_manifest() const;
+  // The same with each buffer's shape from the holdings (the serving runtime's parameter shapes).
+  Manifest shaped_manifest() const;
   const std::vector<std::vector<uint8_t>>& buffers() const { return buffers_; }
   Status restore(const Manifest& manifest, CanonicalBits buffers);
 
