@@ -42,11 +42,8 @@ const char* safetensors_name(DType dtype) {
   return "";  // every DType is in kDTypeNames
 }
 
-// A tensor as the header describes it; offsets are relative to the byte buffer.
-struct Entry {
-  TensorDesc desc;
-  uint64_t begin = 0, end = 0;
-};
+// A tensor as the header describes it; offsets are relative to the byte buffer until returned.
+using Entry = SafetensorsEntry;
 
 std::string range_text(const Entry& e) {
   return "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
@@ -184,7 +181,10 @@ Status read_bytes(std::ifstream& in, void* data, uint64_t bytes, const std::stri
   return Status::ok();
 }
 
-Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bits, SafetensorsMetadata* metadata) {
+// Opens `path`, reads and checks its header; `in` is left at the start of the data buffer, and
+// the entries' offsets are relative to it.
+Status open_checked(const std::string& path, std::ifstream* in, std::vector<Entry>* entries,
+                    SafetensorsMetadata* metadata, uint64_t* data_start) {
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) {
@@ -192,20 +192,28 @@ Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bit
                   "cannot open: " + ec.message());
   }
   DCR_REQUIRE(size >= 8, Code::corrupt, "the file holds " + std::to_string(size) + " bytes, less than the 8-byte header length");
-  std::ifstream in(path, std::ios::binary);
-  DCR_REQUIRE(in.is_open(), Code::io_error, std::string("cannot open: ") + std::strerror(errno));
+  in->open(path, std::ios::binary);
+  DCR_REQUIRE(in->is_open(), Code::io_error, std::string("cannot open: ") + std::strerror(errno));
   uint8_t length[8];
-  DCR_TRY(read_bytes(in, length, 8, "the header length"));
+  DCR_TRY(read_bytes(*in, length, 8, "the header length"));
   const uint64_t header_bytes = get_le(length, 8);
   DCR_REQUIRE(header_bytes <= size - 8, Code::corrupt,
               "header length " + std::to_string(header_bytes) + " is larger than the " + std::to_string(size - 8) +
                   " bytes that follow it");
   std::string text(header_bytes, '\0');
-  DCR_TRY(read_bytes(in, text.data(), header_bytes, "the header"));
-  std::vector<Entry> entries;
+  DCR_TRY(read_bytes(*in, text.data(), header_bytes, "the header"));
   if (metadata) metadata->clear();
-  DCR_TRY(parse_header(text, &entries, metadata));
-  DCR_TRY(check_tiling(&entries, size - 8 - header_bytes));
+  DCR_TRY(parse_header(text, entries, metadata));
+  DCR_TRY(check_tiling(entries, size - 8 - header_bytes));
+  *data_start = 8 + header_bytes;
+  return Status::ok();
+}
+
+Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bits, SafetensorsMetadata* metadata) {
+  std::ifstream in;
+  std::vector<Entry> entries;
+  uint64_t data_start = 0;
+  DCR_TRY(open_checked(path, &in, &entries, metadata, &data_start));
   Manifest m;
   CanonicalBits b;
   for (Entry& e : entries) {
@@ -275,6 +283,18 @@ bool is_buffer_name(const std::string& name) {
 
 Status read_safetensors(const std::string& path, Manifest* manifest, CanonicalBits* bits, SafetensorsMetadata* metadata) {
   return read_file(path, manifest, bits, metadata).with_context("safetensors file '" + path + "'");
+}
+
+Status read_safetensors_header(const std::string& path, std::vector<SafetensorsEntry>* entries) {
+  std::ifstream in;
+  uint64_t data_start = 0;
+  entries->clear();
+  DCR_TRY(open_checked(path, &in, entries, nullptr, &data_start).with_context("safetensors file '" + path + "'"));
+  for (SafetensorsEntry& e : *entries) {
+    e.begin += data_start;
+    e.end += data_start;
+  }
+  return Status::ok();
 }
 
 Status write_safetensors(const std::string& path, const Manifest& manifest, const CanonicalBits& bits,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 #include <string>
 
 #include "dcr/core/status.h"
@@ -22,6 +23,16 @@ using SafetensorsMetadata = std::map<std::string, std::string>;
 // null.
 Status read_safetensors(const std::string& path, Manifest* manifest, CanonicalBits* bits,
                         SafetensorsMetadata* metadata = nullptr);
+
+// A tensor of a safetensors file and where its bytes lie in the file (absolute offsets).
+struct SafetensorsEntry {
+  TensorDesc desc;
+  uint64_t begin = 0, end = 0;
+};
+
+// Reads and checks only the header (the same checks as read_safetensors, tiling included, against
+// the file's size): the tensors in the order of their data offsets. Nothing of the data is read.
+Status read_safetensors_header(const std::string& path, std::vector<SafetensorsEntry>* entries);
 
 // Writes the tensors in manifest order, the header padded with spaces to a multiple of 8 bytes, via
 // "<path>.tmp" renamed over `path` once synced.
