@@ -20,6 +20,7 @@ const Command kCommands[] = {
     {"bench", "benchmarks: 'dcr bench codec' (frame sizes, entropy bounds, GB/s)", dcr::cli::run_bench},
     {"project", "refit time for large models projected from rates measured here (--calibrate: vs the paper)", dcr::cli::run_project},
     {"convert", "convert a checkpoint between safetensors and HDF5 (.safetensors, .h5/.hdf5), bit for bit", dcr::cli::run_convert},
+    {"export", "vLLM sharded-state serving files of every TP rank, from a full HF checkpoint", dcr::cli::run_export},
     {"info", "build configuration and library versions (MPI, UCX, HDF5, zstd, CUDA)", dcr::cli::run_info},
 };
 

@@ -20,6 +20,15 @@ Status check(const RefitConfig& c) {
   DCR_REQUIRE(c.relays == -1 || c.relays >= 1, Code::invalid_argument, "--relays must be at least 1 (or -1 for auto)");
   DCR_REQUIRE(c.fanout >= 1, Code::invalid_argument, "--fanout must be at least 1");
   DCR_REQUIRE(c.rollout_tp >= 1, Code::invalid_argument, "--rollout-tp must be at least 1");
+  DCR_REQUIRE(c.rollout_ep >= 1 && c.rollout_tp % c.rollout_ep == 0, Code::invalid_argument,
+              "--rollout-ep " + std::to_string(c.rollout_ep) + " must divide --rollout-tp " + std::to_string(c.rollout_tp));
+  DCR_REQUIRE(c.train_ep >= 1 && c.trainers % c.train_ep == 0, Code::invalid_argument,
+              "--train-ep " + std::to_string(c.train_ep) + " must divide --trainers " + std::to_string(c.trainers));
+  DCR_REQUIRE(c.checkpoints.empty() || c.watch.empty(), Code::invalid_argument,
+              "--checkpoints and --watch are two sources of versions; give one");
+  DCR_REQUIRE(!c.from_checkpoints() || c.init_checkpoint.empty(), Code::invalid_argument,
+              "--init-checkpoint starts the change model; with --checkpoints or --watch every version is a checkpoint");
+  DCR_REQUIRE(c.watch_timeout_s > 0, Code::invalid_argument, "--watch-timeout must be positive");
   DCR_REQUIRE(c.transport == "ucx" || c.transport == "mpi", Code::invalid_argument,
               "--transport '" + c.transport + "' is not ucx or mpi");
   DCR_REQUIRE(c.steps >= 0, Code::invalid_argument, "--steps must not be negative");
@@ -51,13 +60,32 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("config", po::value(&config_file), "INI file with any of these options (command-line options win)")
       ("model", po::value(&c->model)->default_value(c->model), "model preset: tiny, small, medium, large")
       ("init-checkpoint", po::value(&c->init_checkpoint),
-       "start from a real checkpoint (.safetensors or .h5): version 0 is its bits exactly, later versions step it")
+       "start from a real checkpoint (.safetensors, .h5 or an HF directory): version 0 is its bits exactly, later "
+       "versions step it with the change model")
+      ("checkpoints", po::value(&c->checkpoints),
+       "refit real HF checkpoints: a glob of checkpoint directories (config.json + model.safetensors or its index), "
+       "in natural order; the first is the full sync, each next one a delta (--steps is ignored)")
+      ("watch", po::value(&c->watch),
+       "refit each new complete HF checkpoint directory appearing in DIR (complete: its index or "
+       "model.safetensors present), in natural order; a file DIR/STOP ends the job after the last one")
+      ("watch-timeout", po::value(&c->watch_timeout_s)->default_value(c->watch_timeout_s),
+       "--watch: end the job after this many seconds without a new checkpoint")
+      ("model-family", po::value(&c->model_family),
+       "tensor rules: a name in configs/models (llama, qwen2, qwen3, mixtral, qwen3_moe, dcr) or a JSON path; "
+       "default: picked by config.json's model_type / architectures")
+      ("serve-dir", po::value(&c->serve_dir),
+       "rollouts publish their serving shard on every commit as vLLM sharded-state files "
+       "(DIR/replica-<i>/model-rank-<r>-part-0.safetensors and a version file)")
       ("weights", po::value(&c->weights)->default_value(c->weights), "master weights: none, auto, esrgan-medium, faceres-deep")
       ("trainers", po::value(&c->trainers)->default_value(c->trainers), "trainer ranks")
       ("train-tp", po::value(&c->train_tp)->default_value(c->train_tp), "tensor-parallel degree of the training layout (divides trainers; the rest is FSDP)")
       ("relays", po::value(&c->relays)->default_value(c->relays), "relay ranks (-1: one per node)")
       ("fanout", po::value(&c->fanout)->default_value(c->fanout), "children per relay")
       ("rollout-tp", po::value(&c->rollout_tp)->default_value(c->rollout_tp), "tensor-parallel degree of the serving layout")
+      ("rollout-ep", po::value(&c->rollout_ep)->default_value(c->rollout_ep),
+       "expert-parallel degree of the serving layout (divides --rollout-tp; equal to it is vLLM's expert parallelism)")
+      ("train-ep", po::value(&c->train_ep)->default_value(c->train_ep),
+       "expert-parallel degree of the training layout (divides --trainers)")
       ("fuse", po::value(&c->fuse)->default_value(c->fuse), "fused qkv and gate_up serving buffers")
       ("transport", po::value(&c->transport)->default_value(c->transport), "data plane: ucx or mpi")
       ("steps", po::value(&c->steps)->default_value(c->steps), "delta refits after the first full sync")

@@ -43,12 +43,10 @@ uint64_t RefitPlan::frames_for_relay(const Topology& t, int r) const {
 }
 
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
-  // With --init-checkpoint the caller has put the checkpoint's manifest in plan->manifest.
-  if (config.init_checkpoint.empty()) DCR_TRY(make_preset(config.model, &plan->manifest));
-  const TrainingLayout training{config.trainers / config.train_tp, config.train_tp};
-  ServingLayout serving;
-  serving.tp = config.rollout_tp;
-  serving.fuse_qkv = serving.fuse_gate_up = config.fuse;
+  if (!config.has_checkpoint()) DCR_TRY(make_preset(config.model, &plan->manifest));
+  DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->manifest, &plan->rules));
+  const TrainingLayout training{config.trainers / config.train_tp, config.train_tp, config.train_ep, &plan->rules};
+  const ServingLayout serving{config.rollout_tp, config.fuse, config.rollout_ep, &plan->rules};
   plan->trainer_holdings.resize(topology.trainers);
   for (int t = 0; t < topology.trainers; ++t) {
     DCR_TRY(training_holdings(plan->manifest, training, t, &plan->trainer_holdings[t]).with_context("training layout"));

@@ -22,6 +22,40 @@ Status load_pool(const RefitConfig& config, RealWeights* pool) {
   return load_tfjs_weights(model_json, pool);
 }
 
+// The plan's manifest (and config.json) from the starting checkpoint, and its bits for the change
+// model: a safetensors or HDF5 file, or an HF checkpoint directory.
+Status load_initial(const RefitConfig& config, MPI_Comm world, RefitPlan* plan, CanonicalBits* initial) {
+  std::string dir = config.init_checkpoint;
+  if (config.from_checkpoints()) DCR_TRY(first_checkpoint(config, world, &dir));
+  if (dir.empty()) return Status::ok();
+  if (!std::filesystem::is_directory(dir)) return load_checkpoint(dir, &plan->manifest, initial);
+  std::unique_ptr<HfCheckpoint> c;
+  DCR_TRY(HfCheckpoint::open(dir, &c));
+  plan->manifest = c->manifest();
+  plan->model_config = c->config();
+  if (config.from_checkpoints()) return Status::ok();
+  for (uint32_t id = 0; id < plan->manifest.tensors.size(); ++id) {
+    const uint8_t* bytes = c->tensor(id);
+    initial->emplace_back(bytes, bytes + plan->manifest.tensors[id].nbytes());
+  }
+  return Status::ok();
+}
+
+Status make_source(const RefitConfig& config, const RefitPlan& plan, const CanonicalBits& initial,
+                   std::unique_ptr<VersionSource>* out) {
+  if (config.from_checkpoints()) return checkpoint_source(config, plan.manifest, out);
+  RealWeights pool;
+  DCR_TRY(load_pool(config, &pool));
+  ChangeModelOptions options;
+  options.seed = config.seed;
+  options.pool = pool.values.empty() ? nullptr : &pool;
+  options.initial = initial.empty() ? nullptr : &initial;
+  std::unique_ptr<ChangeModel> model;
+  DCR_TRY(ChangeModel::create(plan.manifest, options, &model));
+  *out = change_model_source(config, std::move(model));
+  return Status::ok();
+}
+
 Status open_journal(RankState* s) {
   if (s->config.state_dir.empty()) return Status::ok();
   std::error_code error;
@@ -37,7 +71,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   s->config = config;
   DCR_TRY(make_topology(config, world, &s->topology));
   CanonicalBits initial;
-  if (!config.init_checkpoint.empty()) DCR_TRY(load_checkpoint(config.init_checkpoint, &s->plan.manifest, &initial));
+  DCR_TRY(load_initial(config, world, &s->plan, &initial));
   DCR_TRY(make_plan(config, s->topology, &s->plan));
   DCR_TRY(parse_frame_fault(config.fault, &s->frame_fault));
   DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
@@ -51,14 +85,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     limit.peers = {t.relay_rank(0)};
     s->limited = std::make_unique<RateLimitedTransport>(s->transport.get(), limit);
   }
-  if (s->has_model()) {
-    DCR_TRY(load_pool(config, &s->pool));
-    ChangeModelOptions options;
-    options.seed = config.seed;
-    options.pool = s->pool.values.empty() ? nullptr : &s->pool;
-    options.initial = initial.empty() ? nullptr : &initial;
-    DCR_TRY(ChangeModel::create(s->plan.manifest, options, &s->model));
-  }
+  if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));
   if (t.role == Role::trainer) {
     for (int i = 0; i < config.encode_threads; ++i) s->encoders.push_back(std::make_unique<FrameEncoder>());
     s->baseline = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
@@ -82,17 +109,14 @@ bool all_true(bool value, MPI_Comm world) {
   return all == 1;
 }
 
-TensorBytes model_bytes(const ChangeModel& model) {
-  return [&model](uint32_t tensor) { return model.stored(tensor).data(); };
+Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exists) {
+  if (s->source) return s->source->has_version(version, world, exists);
+  *exists = version <= static_cast<uint64_t>(s->config.steps);  // ranks without the change model
+  return Status::ok();
 }
 
-void advance_model_to(RankState* s, uint64_t version) {
-  if (!s->model) return;
-  const std::vector<double>& rates = s->config.rates;
-  for (; s->model_version < version; ++s->model_version) {
-    const double percent = rates[s->model_version % rates.size()];  // version v+1 uses rates[v % n]
-    s->model->step(s->model->tune_lr(percent / 100));
-  }
+Status advance_source_to(RankState* s, uint64_t version) {
+  return s->source ? s->source->seek(version) : Status::ok();
 }
 
 namespace {
@@ -136,7 +160,7 @@ bool verified(RankState* s, const Shard& shard, MPI_Comm world) {
   bool ok = true;
   if (s->topology.role == Role::rollout && s->config.verify) {
     std::string difference;
-    ok = shard.matches(model_bytes(*s->model), &difference);
+    ok = shard.matches(s->source->bytes(), &difference);
     if (!ok) std::fprintf(stderr, "dcr refit: %s: %s\n", s->topology.describe().c_str(), difference.c_str());
   }
   return all_true(ok, world);

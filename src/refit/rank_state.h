@@ -18,6 +18,7 @@
 #include "dcr/refit/plan.h"
 #include "dcr/refit/roles.h"
 #include "dcr/refit/shard.h"
+#include "dcr/refit/source.h"
 #include "dcr/refit/topology.h"
 #include "dcr/spool/frame_spool.h"
 #include "dcr/transport/transport.h"
@@ -30,9 +31,8 @@ struct RankState {
   RefitPlan plan;
   std::unique_ptr<Transport> transport;        // the data plane
   std::unique_ptr<Transport> limited;          // trainers: the emulated link to the root relay
-  RealWeights pool;
-  std::unique_ptr<ChangeModel> model;          // trainers, and rollouts that verify
-  uint64_t model_version = 0;                  // the version the change model holds
+  std::unique_ptr<VersionSource> source;       // trainers, and rollouts that verify
+  uint64_t touched = 0, peak_rss = 0;          // trainers: checkpoint bytes touched, VmHWM, at the last load
   Shard baseline, current;                     // trainers
   Shard serving, full_serving;                 // rollouts: the refit target, and the full-refit copy
   std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
@@ -56,9 +56,10 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s);
 void tear_down(RankState* s);
 
 bool all_true(bool value, MPI_Comm world);
-TensorBytes model_bytes(const ChangeModel& model);
-// Steps the change model to `version` (each step at its configured rate).
-void advance_model_to(RankState* s, uint64_t version);
+// Collective: whether version v exists (see VersionSource::has_version); every rank agrees.
+Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exists);
+// Makes the source hold `version` (where this rank has one).
+Status advance_source_to(RankState* s, uint64_t version);
 
 // One pass of frames through the tree: trainers send `kind` frames for base -> target, relays
 // forward, rollouts apply into `serving`. Returns this rank's vote.

@@ -92,10 +92,13 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   if (version == kNone) return Status::ok();
 
   // Every rank rebuilds its state at `version`.
-  advance_model_to(s, version);
   const Topology& t = s->topology;
+  bool exists = false;
+  DCR_TRY(version_exists(s, version, world, &exists));
+  DCR_REQUIRE(exists, Code::not_found, "committed version " + std::to_string(version) + " has no checkpoint to rebuild from");
+  if (s->has_model()) DCR_TRY(advance_source_to(s, version));
   if (t.role == Role::trainer) {
-    s->current.load(model_bytes(*s->model));
+    s->current.load(s->source->bytes());
     s->baseline.copy_from(s->current);
   }
   const bool restored = t.role == Role::rollout && restore(s, version);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "dcr/ckpt/serving_files.h"
 #include "src/refit/rank_state.h"
 
 namespace dcr {
@@ -20,7 +21,7 @@ double time_bcast(RankState* s, MPI_Comm world) {
     std::vector<uint8_t> scratch;
     for (size_t i = 0; i < s->plan.manifest.tensors.size(); ++i) {
       const uint64_t bytes = s->plan.manifest.tensors[i].nbytes();
-      uint8_t* data = root ? const_cast<uint8_t*>(s->model->stored(i).data()) : (scratch.resize(bytes), scratch.data());
+      uint8_t* data = root ? const_cast<uint8_t*>(s->source->bytes()(static_cast<uint32_t>(i))) : (scratch.resize(bytes), scratch.data());
       for (uint64_t off = 0; off < bytes; off += 1u << 30) {
         MPI_Bcast(data + off, static_cast<int>(std::min<uint64_t>(1u << 30, bytes - off)), MPI_BYTE, 0, s->bcast_comm);
       }
@@ -44,6 +45,18 @@ double time_full(RankState* s, uint64_t version, MPI_Comm world, uint64_t* full_
   return seconds;
 }
 
+// Peak resident set of this process (VmHWM), in bytes.
+uint64_t peak_rss() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  char line[256];
+  unsigned long long kib = 0;
+  while (f && std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1) break;
+  }
+  if (f) std::fclose(f);
+  return kib * 1024;
+}
+
 // One refit of `kind` to version `target`: transfer, joint commit, promotion, verification.
 StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm world) {
   StepRecord r;
@@ -51,7 +64,11 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
   r.base = s->committed;
   r.kind = kind == FrameKind::full ? "full" : "delta";
   const Versions versions{s->committed, target};
-  if (s->topology.role == Role::trainer) s->current.load(model_bytes(*s->model));
+  if (s->topology.role == Role::trainer) {
+    s->current.load(s->source->bytes());
+    s->touched = s->source->touched_bytes();
+    s->peak_rss = peak_rss();
+  }
   if (s->journal && s->topology.role == Role::rollout) s->journal->append({JournalRecord::begin, versions.base, target, 0}, false);
   MPI_Barrier(world);
   const auto start = Clock::now();
@@ -86,8 +103,54 @@ std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t
          std::to_string(config.fanout) + ", depth " + std::to_string(t.depth) + ") -> " + std::to_string(t.rollouts) +
          " rollouts (tp " + std::to_string(config.rollout_tp) + (config.fuse ? ", fused qkv/gate_up" : "") +
          "), transport " + config.transport + ", model " +
-         (config.init_checkpoint.empty() ? config.model : config.init_checkpoint) + " (" + std::to_string(model_bytes) +
-         " bytes)";
+         (config.from_checkpoints() ? "from checkpoints" : config.init_checkpoint.empty() ? config.model : config.init_checkpoint) +
+         " (" + std::to_string(model_bytes) + " bytes, family " + s.plan.rules.family + ")";
+}
+
+uint64_t piece_bytes(const RefitPlan& plan, const Holdings& h) {
+  uint64_t total = 0;
+  for (const LocalPiece& p : h.pieces) total += p.box.elements() * plan.manifest.tensors[p.box.tensor].width();
+  return total;
+}
+
+// Checkpoint versions: what each trainer read of the checkpoint against its shard, and its peak RSS.
+void report_reads(RankState* s, MPI_Comm world) {
+  const Topology& t = s->topology;
+  const bool trainer = t.role == Role::trainer;
+  uint64_t mine[3] = {s->touched, trainer ? piece_bytes(s->plan, s->plan.trainer_holdings[t.index]) : 0, s->peak_rss};
+  std::vector<uint64_t> all(t.world_rank == 0 ? 3 * static_cast<size_t>(t.world_size) : 0);
+  MPI_Gather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, 0, world);
+  if (t.world_rank != 0) return;
+  std::printf("      checkpoint read per trainer (touched / shard MB, peak RSS MB):");
+  for (int r = 0; r < t.trainers; ++r) {
+    std::printf(" %.2f/%.2f, %.1f;", all[3 * r] / 1e6, all[3 * r + 1] / 1e6, all[3 * r + 2] / 1e6);
+  }
+  std::printf("\n");
+}
+
+// Rollouts publish their serving buffers as vLLM sharded-state files, then each replica's first
+// rank names the version. Collective.
+Status publish_serving(RankState* s, uint64_t version, MPI_Comm world) {
+  const Topology& t = s->topology;
+  const bool rollout = t.role == Role::rollout;
+  const int tp = s->config.rollout_tp;
+  const std::string dir = s->config.serve_dir + "/replica-" + std::to_string(rollout ? t.index / tp : 0);
+  Status st = rollout ? write_serving_shard(dir, t.index % tp, s->serving) : Status::ok();
+  const bool written = all_true(st.is_ok(), world);
+  if (rollout && written && t.index % tp == 0) st = write_serving_version(dir, version, s->plan.manifest.hash());
+  DCR_REQUIRE(all_true(st.is_ok(), world), st.is_ok() ? Code::io_error : st.code(),
+              st.is_ok() ? "a rollout failed to publish its serving shard (see its message)" : st.message());
+  return Status::ok();
+}
+
+// Collective: moves every rank with a source to `version`; fails everywhere when one cannot.
+Status seek_everywhere(RankState* s, uint64_t version, MPI_Comm world) {
+  const Status st = s->has_model() ? advance_source_to(s, version) : Status::ok();
+  if (!st.is_ok()) std::fprintf(stderr, "dcr refit: %s: %s\n", s->topology.describe().c_str(), st.to_string().c_str());
+  DCR_REQUIRE(all_true(st.is_ok(), world), st.is_ok() ? Code::invalid_argument : st.code(),
+              st.is_ok() ? "another rank could not read version " + std::to_string(version) + " (see its message)"
+                         : st.message());
+  return Status::ok();
 }
 
 }  // namespace
@@ -105,8 +168,14 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report)
 
   uint64_t first = 0;
   DCR_TRY(recover(&s, world, &first));
-  for (uint64_t version = first; version <= static_cast<uint64_t>(config.steps); ++version) {
-    advance_model_to(&s, version);
+  for (uint64_t version = first;; ++version) {
+    bool exists = false;
+    DCR_TRY(version_exists(&s, version, world, &exists));
+    if (!exists) break;
+    DCR_TRY(seek_everywhere(&s, version, world));
+    if (config.from_checkpoints() && t.world_rank == 0) {
+      std::printf("v%-3llu from %s\n", static_cast<unsigned long long>(version), s.source->describe(version).c_str());
+    }
     StepRecord r = refit_once(&s, version == 0 ? FrameKind::full : FrameKind::delta, version, world);
     if (r.committed && version > 0 && config.compare_full) {
       bool full_ok = false;
@@ -118,12 +187,14 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report)
       print_step(r);
       report->steps.push_back(r);
     }
+    if (config.from_checkpoints()) report_reads(&s, world);
     DCR_REQUIRE(r.committed, Code::aborted,
                 "version " + std::to_string(version) + " was not committed: a rank refused or failed (see its message); "
                 "every rank stays on version " + std::to_string(s.committed));
     DCR_REQUIRE(r.bitexact, Code::target_mismatch,
                 "version " + std::to_string(version) + " committed but a rollout's bits differ from the expected model");
     // Snapshots and spool copies make restarts cheaper; losing one only makes a restart take a full sync.
+    if (!config.serve_dir.empty()) DCR_TRY(publish_serving(&s, version, world));
     warn_if_failed(t, write_snapshot(&s), "snapshot not written");
     if (version > 0) warn_if_failed(t, publish_to_spool(&s, {r.base, version}), "delta not published to the spool");
   }

@@ -11,13 +11,20 @@ namespace dcr {
 
 struct RefitConfig {
   std::string model = "tiny";        // preset name
-  std::string init_checkpoint;       // start from this checkpoint (safetensors or HDF5) instead
+  std::string init_checkpoint;       // start from this checkpoint (safetensors, HDF5 or an HF directory) instead
+  std::string checkpoints;           // refit these HF checkpoints (a glob), in natural order
+  std::string watch;                 // refit each new complete checkpoint appearing in this directory
+  double watch_timeout_s = 600;      // --watch: give up after this long without a new checkpoint
+  std::string model_family;          // configs/models/<name>.json or a path; default: from config.json
+  std::string serve_dir;             // rollouts publish vLLM sharded-state files here on each commit
   std::string weights = "none";      // master weights: none | auto | esrgan-medium | faceres-deep
   int trainers = 2;                  // trainer ranks (fsdp = trainers / train_tp)
   int train_tp = 1;                  // tensor-parallel degree of the training layout
   int relays = -1;                   // relay ranks; -1 = auto (one per node, at least one)
   int fanout = 2;                    // children per relay in the relay tree
   int rollout_tp = 2;                // tensor-parallel degree of the serving layout
+  int rollout_ep = 1;                // expert-parallel degree of the serving layout (divides rollout_tp)
+  int train_ep = 1;                  // expert-parallel degree of the training layout (divides trainers)
   bool fuse = true;                  // fused qkv / gate_up serving buffers
   std::string transport = "ucx";     // data plane: ucx | mpi
   int steps = 3;                     // delta refits after the first (full) sync
@@ -39,6 +46,10 @@ struct RefitConfig {
   int catchup_max = 16;              // longest delta chain a restarted rollout replays from the spool
   std::string fault;                 // test-only: wrong-base@VERSION | corrupt@VERSION
   std::string fail_at;               // test-only: ROLE:INDEX:PHASE:VERSION kill -9 point
+
+  // Versions come from real checkpoints (--checkpoints or --watch) rather than the change model.
+  bool from_checkpoints() const { return !checkpoints.empty() || !watch.empty(); }
+  bool has_checkpoint() const { return from_checkpoints() || !init_checkpoint.empty(); }
 };
 
 // Parses argv (argv[0] is the subcommand). Prints --help and sets *exit_now when asked.

@@ -9,6 +9,7 @@
 
 #include "dcr/core/box.h"
 #include "dcr/core/tensor.h"
+#include "dcr/layout/model_rules.h"
 #include "dcr/layout/piece.h"
 #include "dcr/refit/config.h"
 #include "dcr/refit/topology.h"
@@ -22,6 +23,8 @@ struct PlannedFrame {
 
 struct RefitPlan {
   Manifest manifest;
+  nlohmann::json model_config;  // the checkpoint's config.json (null for presets and bare files)
+  ModelRules rules;             // the model family's split of every tensor
   std::vector<Holdings> trainer_holdings;
   std::vector<Holdings> rollout_holdings;
   std::vector<std::vector<PlannedFrame>> frames;  // per trainer
@@ -38,6 +41,9 @@ struct RefitPlan {
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::pair<int, size_t>> index;
 };
 
+// Fills rules (from --model-family, else config.json's model_type / architectures, else the "dcr"
+// presets' family), then every holding and frame. The caller has put a checkpoint's manifest and
+// config.json in *plan; presets are made here.
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan);
 
 }  // namespace dcr

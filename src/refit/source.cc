@@ -1,0 +1,160 @@
+#include "dcr/refit/source.h"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+namespace dcr {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class ChangeModelSource : public VersionSource {
+ public:
+  ChangeModelSource(const RefitConfig& config, std::unique_ptr<ChangeModel> model)
+      : config_(config), model_(std::move(model)) {}
+
+  Status has_version(uint64_t v, MPI_Comm, bool* exists) override {
+    *exists = v <= static_cast<uint64_t>(config_.steps);
+    return Status::ok();
+  }
+  Status seek(uint64_t v) override {
+    DCR_REQUIRE(v >= version_, Code::internal, "the change model cannot step back to version " + std::to_string(v));
+    for (; version_ < v; ++version_) {
+      const double percent = config_.rates[version_ % config_.rates.size()];
+      DCR_TRY(model_->step(model_->tune_lr(percent / 100)));
+    }
+    return Status::ok();
+  }
+  TensorBytes bytes() const override {
+    const ChangeModel* m = model_.get();
+    return [m](uint32_t tensor) { return m->stored(tensor).data(); };
+  }
+  std::string describe(uint64_t v) const override { return "change model step " + std::to_string(v); }
+
+ private:
+  RefitConfig config_;
+  std::unique_ptr<ChangeModel> model_;
+  uint64_t version_ = 0;
+};
+
+// World rank 0's list, sent to every rank (names joined by '\n').
+Status share_list(std::vector<std::string>* dirs, MPI_Comm world) {
+  std::string joined;
+  for (const std::string& d : *dirs) joined += d + "\n";
+  uint64_t size = joined.size();
+  MPI_Bcast(&size, 1, MPI_UINT64_T, 0, world);
+  joined.resize(size);
+  MPI_Bcast(joined.data(), static_cast<int>(size), MPI_CHAR, 0, world);
+  dirs->clear();
+  for (size_t at = 0; at < joined.size();) {
+    const size_t end = joined.find('\n', at);
+    dirs->push_back(joined.substr(at, end - at));
+    at = end + 1;
+  }
+  return Status::ok();
+}
+
+// The complete checkpoints in a watched directory, in natural order.
+std::vector<std::string> complete_in(const std::string& dir) {
+  std::vector<std::string> all, complete;
+  if (!list_checkpoints(dir + "/*", &all).is_ok()) return complete;
+  for (const std::string& d : all) {
+    if (hf_checkpoint_complete(d)) complete.push_back(d);
+  }
+  return complete;
+}
+
+// Rank 0: the listed checkpoints, or with --watch those present once there are more than `need`
+// (or the timeout passed, or a file named STOP says no more will come).
+std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
+  std::vector<std::string> dirs;
+  if (!config.checkpoints.empty()) {
+    list_checkpoints(config.checkpoints, &dirs);
+    return dirs;
+  }
+  const auto start = Clock::now();
+  bool said = false;
+  while (true) {
+    dirs = complete_in(config.watch);
+    if (dirs.size() > need || std::filesystem::exists(config.watch + "/STOP")) return dirs;
+    if (std::chrono::duration<double>(Clock::now() - start).count() > config.watch_timeout_s) return dirs;
+    if (!said) std::printf("dcr refit: waiting for checkpoint %zu in '%s'\n", need + 1, config.watch.c_str());
+    std::fflush(stdout);
+    said = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+class CheckpointSource : public VersionSource {
+ public:
+  CheckpointSource(const RefitConfig& config, const Manifest& manifest) : config_(config), manifest_(manifest) {}
+
+  Status has_version(uint64_t v, MPI_Comm world, bool* exists) override {
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    if (v >= dirs_.size()) {
+      if (rank == 0) dirs_ = rank0_list(config_, v);
+      DCR_TRY(share_list(&dirs_, world));
+    }
+    *exists = v < dirs_.size();
+    return Status::ok();
+  }
+  Status seek(uint64_t v) override {
+    DCR_REQUIRE(v < dirs_.size(), Code::not_found, "no checkpoint for version " + std::to_string(v));
+    if (open_ && open_version_ == v) return Status::ok();
+    open_.reset();
+    DCR_TRY(HfCheckpoint::open(dirs_[v], &open_));
+    const std::string difference = manifest_difference(manifest_, open_->manifest());
+    DCR_REQUIRE(difference.empty(), Code::invalid_argument,
+                "checkpoint '" + dirs_[v] + "' is not the model of '" + dirs_[0] + "': " + difference);
+    std::map<std::string, uint32_t> by_name;
+    for (uint32_t id = 0; id < open_->manifest().tensors.size(); ++id) by_name[open_->manifest().tensors[id].name] = id;
+    order_.clear();
+    for (const TensorDesc& t : manifest_.tensors) order_.push_back(by_name.at(t.name));
+    open_version_ = v;
+    return Status::ok();
+  }
+  TensorBytes bytes() const override {
+    return [this](uint32_t tensor) { return open_->tensor(order_[tensor]); };
+  }
+  std::string describe(uint64_t v) const override { return v < dirs_.size() ? dirs_[v] : "?"; }
+  uint64_t touched_bytes() const override { return open_ ? open_->resident_bytes() : 0; }
+
+ private:
+  RefitConfig config_;
+  Manifest manifest_;
+  std::vector<std::string> dirs_;
+  std::unique_ptr<HfCheckpoint> open_;
+  uint64_t open_version_ = 0;
+  std::vector<uint32_t> order_;  // plan tensor id -> id in the open checkpoint
+};
+
+}  // namespace
+
+std::unique_ptr<VersionSource> change_model_source(const RefitConfig& config, std::unique_ptr<ChangeModel> model) {
+  return std::make_unique<ChangeModelSource>(config, std::move(model));
+}
+
+Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, std::unique_ptr<VersionSource>* out) {
+  *out = std::make_unique<CheckpointSource>(config, manifest);
+  return Status::ok();
+}
+
+Status first_checkpoint(const RefitConfig& config, MPI_Comm world, std::string* dir) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  std::vector<std::string> dirs;
+  if (rank == 0) dirs = rank0_list(config, 0);
+  DCR_TRY(share_list(&dirs, world));
+  DCR_REQUIRE(!dirs.empty(), Code::not_found,
+              config.checkpoints.empty()
+                  ? "no complete checkpoint appeared in '" + config.watch + "' within --watch-timeout"
+                  : "no checkpoint directory matches '" + config.checkpoints + "'");
+  *dir = dirs[0];
+  return Status::ok();
+}
+
+}  // namespace dcr
