@@ -13,6 +13,7 @@ packages=(
   libboost-program-options-dev        # command line and INI configs
   libgtest-dev                        # GoogleTest
   nlohmann-json3-dev                  # JSON records and tfjs manifests
+  python3-numpy                       # HF checkpoint generator and the vLLM-layout reference (tests)
   clang libclang-rt-14-dev            # libFuzzer for the decoder fuzz target
   gnuplot-nox                         # benchmark plots (perf/report.sh)
 )
