@@ -2,15 +2,12 @@
 #include <cstdio>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
+#include "dcr/refit/commit.h"
 #include "src/refit/rank_state.h"
 
 namespace dcr {
 
 namespace {
-
-Status record(RankState* s, const JournalRecord& r, bool durable) {
-  return s->journal ? s->journal->append(r, durable) : Status::ok();
-}
 
 // After a commit the journal needs only the version chain's head and the newest snapshot.
 Status compact(RankState* s, Versions versions) {
@@ -30,27 +27,14 @@ void report(RankState* s, const Status& status, const char* what) {
 }  // namespace
 
 bool joint_commit(RankState* s, bool vote, Versions versions, MPI_Comm world) {
-  // Phase 1: a rollout's yes is durable before it is cast.
-  if (vote && s->topology.role == Role::rollout) {
-    const Status st = record(s, {JournalRecord::voted, versions.target, 0, 0}, true);
-    report(s, st, "journal");
-    vote = st.is_ok();
-  }
-  maybe_kill(s->kill, s->topology, Phase::commit, versions.target);
-  int mine = vote ? 1 : 0, decision = 0;
-  MPI_Reduce(&mine, &decision, 1, MPI_INT, MPI_MIN, 0, world);
-  // Phase 2: the root's decision is durable before anyone learns it.
-  if (s->topology.world_rank == 0 && decision == 1) {
-    const Status st = record(s, {JournalRecord::committed, versions.target, versions.base, s->plan.manifest.hash()}, true);
-    report(s, st, "journal");
-    decision = st.is_ok() ? 1 : 0;
-  }
-  MPI_Bcast(&decision, 1, MPI_INT, 0, world);
-  if (decision != 1) return false;
-  if (s->topology.world_rank != 0) {
-    report(s, record(s, {JournalRecord::committed, versions.target, versions.base, s->plan.manifest.hash()}, true),
-           "journal");
-  }
+  CommitParty party;
+  party.control = s->control.get();
+  party.journal = s->journal.get();
+  party.durable_vote = s->topology.role == Role::rollout;
+  party.manifest_hash = s->plan.manifest.hash();
+  party.before_decision = [s, versions] { maybe_kill(s->kill, s->topology, Phase::commit, versions.target); };
+  party.report = [s](const Status& st, const char* what) { report(s, st, what); };
+  if (!joint_decision(party, vote, versions)) return false;
   report(s, compact(s, versions), "journal compaction");
   s->committed = versions.target;
   return true;

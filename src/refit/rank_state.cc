@@ -70,6 +70,7 @@ Status open_journal(RankState* s) {
 Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   s->config = config;
   DCR_TRY(make_topology(config, world, &s->topology));
+  s->control = mpi_collective(world);
   CanonicalBits initial;
   DCR_TRY(load_initial(config, world, &s->plan, &initial));
   DCR_TRY(make_plan(config, s->topology, &s->plan));

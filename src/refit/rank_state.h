@@ -13,6 +13,7 @@
 #include "dcr/journal/journal.h"
 #include "dcr/model/change_model.h"
 #include "dcr/model/real_weights.h"
+#include "dcr/refit/collective.h"
 #include "dcr/refit/config.h"
 #include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
@@ -29,6 +30,7 @@ struct RankState {
   RefitConfig config;
   Topology topology;
   RefitPlan plan;
+  std::unique_ptr<Collective> control;         // votes and decisions (over the world communicator)
   std::unique_ptr<Transport> transport;        // the data plane
   std::unique_ptr<Transport> limited;          // trainers: the emulated link to the root relay
   std::unique_ptr<VersionSource> source;       // trainers, and rollouts that verify

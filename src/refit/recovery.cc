@@ -4,32 +4,33 @@
 #include <filesystem>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
+#include "dcr/refit/commit.h"
 #include "src/refit/rank_state.h"
 
 namespace dcr {
 
 namespace {
 
-constexpr uint64_t kNone = UINT64_MAX;
+constexpr uint64_t kNone = kNoVersion;
 
-// The root's journal holds every decision (it records before broadcasting), so its last committed
-// version is the job's. A journal of another model is refused.
-Status agree_on_version(RankState* s, MPI_Comm world, uint64_t* version) {
-  uint64_t mine = kNone, base = 0, manifest = 0;
-  int ok = 1;
-  if (s->topology.world_rank == 0 && s->journal && s->journal->last_committed(&mine, &base, &manifest) &&
-      manifest != s->plan.manifest.hash()) {
-    std::fprintf(stderr, "dcr refit: state directory '%s' belongs to another model (manifest %016llx, this job %016llx)\n",
-                 s->config.state_dir.c_str(), static_cast<unsigned long long>(manifest),
-                 static_cast<unsigned long long>(s->plan.manifest.hash()));
-    ok = 0;
-  }
-  MPI_Bcast(&ok, 1, MPI_INT, 0, world);
-  MPI_Bcast(&mine, 1, MPI_UINT64_T, 0, world);
-  DCR_REQUIRE(ok == 1, Code::invalid_argument,
-              "state directory '" + s->config.state_dir + "' belongs to another model; use a fresh one");
-  *version = mine;
+// Every rank's journal is evidence: the highest version any of them proves committed is the job's
+// (a damaged root journal does not send the job back to an older version). Foreign journals are
+// refused.
+Status agree_on_version(RankState* s, uint64_t* version) {
+  int foreign = -1;
+  const Status st = agree_on_committed(*s->control, s->journal.get(), s->plan.manifest.hash(), version, &foreign);
+  DCR_REQUIRE(st.is_ok(), Code::invalid_argument,
+              "state directory '" + s->config.state_dir + "' belongs to another model (the journal of " +
+                  s->topology.describe_rank(foreign) + "); use a fresh one");
   return Status::ok();
+}
+
+// A rank whose journal lags the agreed version (its record was damaged or never written) records
+// it now that its state is rebuilt at that version, so every journal agrees again.
+Status record_resumed(RankState* s, uint64_t version) {
+  uint64_t mine = kNone, base = 0, manifest = 0;
+  if (s->journal->last_committed(&mine, &base, &manifest) && mine == version) return Status::ok();
+  return s->journal->append({JournalRecord::committed, version, version, s->plan.manifest.hash()}, true);
 }
 
 // Applies the published deltas after `from` up to `to` that this rollout receives.
@@ -88,7 +89,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   *next_version = 0;
   if (!s->journal) return Status::ok();
   uint64_t version = kNone;
-  DCR_TRY(agree_on_version(s, world, &version));
+  DCR_TRY(agree_on_version(s, &version));
   if (version == kNone) return Status::ok();
 
   // Every rank rebuilds its state at `version`.
@@ -118,6 +119,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   if (t.role == Role::rollout && !restored) DCR_TRY(write_snapshot(s));
   DCR_REQUIRE(verified(s, s->serving, world), Code::target_mismatch,
               "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
+  DCR_TRY(record_resumed(s, version));
   if (t.world_rank == 0) {
     std::printf("dcr refit: resumed at committed version %llu from '%s' (%d rollout(s) re-synced, the rest restored "
                 "from their snapshots)\n",
