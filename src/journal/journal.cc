@@ -1,6 +1,7 @@
 #include "dcr/journal/journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,10 +51,21 @@ Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status Journal::open(const std::string& path) {
+Status Journal::open(const std::string& path) { return open_with(path, O_RDWR | O_CREAT); }
+
+Status Journal::open_read_only(const std::string& path) {
+  read_only_ = true;
+  return open_with(path, O_RDONLY);
+}
+
+Status Journal::open_with(const std::string& path, int flags) {
   path_ = path;
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  fd_ = ::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC, 0644);  // O_NONBLOCK: a FIFO must not block the open
   if (fd_ < 0) return io_error("cannot open journal", path);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return io_error("cannot stat journal", path);
+  DCR_REQUIRE(S_ISREG(st.st_mode), Code::invalid_argument,
+              "journal '" + path + "' is not a regular file (a directory, FIFO or device); move it away");
   return read_all();
 }
 
@@ -70,7 +82,10 @@ Status Journal::read_all() {
     good += kRecordBytes;
   }
   dropped_bytes_ = bytes.size() - good;
-  if (dropped_bytes_ > 0) {  // a torn or damaged tail: cut it so appends follow the last good record
+  if (dropped_bytes_ > 0 && read_only_) {
+    std::fprintf(stderr, "dcr journal: '%s' ends in %llu damaged bytes after record %zu (left as they are)\n",
+                 path_.c_str(), static_cast<unsigned long long>(dropped_bytes_), records_.size());
+  } else if (dropped_bytes_ > 0) {  // a torn or damaged tail: cut it so appends follow the last good record
     if (::ftruncate(fd_, static_cast<off_t>(good)) != 0) return io_error("cannot cut the damaged tail of journal", path_);
     std::fprintf(stderr, "dcr journal: '%s' ended in %llu damaged bytes after record %zu; they were dropped\n",
                  path_.c_str(), static_cast<unsigned long long>(dropped_bytes_), records_.size());
@@ -80,6 +95,7 @@ Status Journal::read_all() {
 }
 
 Status Journal::append(const JournalRecord& record, bool durable) {
+  DCR_REQUIRE(!read_only_, Code::invalid_argument, "journal '" + path_ + "' was opened read-only");
   DCR_REQUIRE(fd_ >= 0, Code::invalid_argument, "journal is not open");
   uint8_t bytes[kRecordBytes];
   encode_record(record, bytes);
@@ -90,6 +106,7 @@ Status Journal::append(const JournalRecord& record, bool durable) {
 }
 
 Status Journal::compact(const std::vector<JournalRecord>& keep) {
+  DCR_REQUIRE(!read_only_, Code::invalid_argument, "journal '" + path_ + "' was opened read-only");
   std::vector<uint8_t> bytes(keep.size() * kRecordBytes);
   for (size_t i = 0; i < keep.size(); ++i) encode_record(keep[i], bytes.data() + i * kRecordBytes);
   DCR_TRY(files::write_atomic(path_, {{bytes.data(), bytes.size()}}, true));

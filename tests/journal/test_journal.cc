@@ -2,6 +2,7 @@
 // ends it: what came before stands, the tail is dropped, later appends follow the last good record.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -100,6 +101,42 @@ TEST(Journal, AnUnwritableLocationIsReportedWithItsPath) {
   const Status s = j.open("/nonexistent-dir/x.journal");
   EXPECT_EQ(s.code(), Code::io_error);
   EXPECT_NE(s.message().find("/nonexistent-dir/x.journal"), std::string::npos);
+}
+
+TEST(Journal, ReadOnlyOpenLeavesADamagedTailAsItIs) {
+  const std::string path = temp_path("ro.journal");
+  {
+    Journal j;
+    ASSERT_TRUE(j.open(path).is_ok());
+    ASSERT_TRUE(j.append({JournalRecord::committed, 1, 0, 7}, true).is_ok());
+  }
+  { std::ofstream(path, std::ios::app | std::ios::binary) << "torn"; }
+  const auto size = std::filesystem::file_size(path);
+  Journal j;
+  ASSERT_TRUE(j.open_read_only(path).is_ok());
+  EXPECT_EQ(j.records().size(), 1u);
+  EXPECT_EQ(j.dropped_bytes(), 4u);
+  EXPECT_EQ(std::filesystem::file_size(path), size);  // nothing cut
+  EXPECT_EQ(j.append({JournalRecord::snapshot, 1, 0, 0}, true).code(), Code::invalid_argument);
+  Journal absent;
+  EXPECT_FALSE(absent.open_read_only(temp_path("absent.journal")).is_ok());
+  EXPECT_FALSE(std::filesystem::exists(temp_path("absent.journal")));  // not created
+}
+
+TEST(Journal, OnlyRegularFilesAreJournals) {
+  const std::string dir = temp_path("dir.journal");
+  std::filesystem::create_directories(dir);
+  const std::string fifo = temp_path("fifo.journal");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {dir, fifo}) {  // a FIFO must not block: refused at once
+    Journal j;
+    const Status s = j.open(path);
+    EXPECT_NE(s.code(), Code::ok) << path;
+    Journal r;
+    EXPECT_NE(r.open_read_only(path).code(), Code::ok) << path;
+  }
+  std::filesystem::remove(fifo);
+  std::filesystem::remove(dir);
 }
 
 }  // namespace

@@ -26,8 +26,12 @@ struct JournalRecord {
 
 class Journal {
  public:
-  // Opens (creating if absent) the journal at `path` and reads what it holds.
+  // Opens (creating if absent) the journal at `path` and reads what it holds; a damaged tail is cut.
+  // Anything but a regular file (a directory, FIFO, device) is refused.
   Status open(const std::string& path);
+  // Reads an existing journal without changing it (a damaged tail is reported, not cut); appends
+  // and compaction are refused. For inspection (`dcr state`).
+  Status open_read_only(const std::string& path);
 
   const std::vector<JournalRecord>& records() const { return records_; }
   uint64_t dropped_bytes() const { return dropped_bytes_; }  // torn or damaged tail found at open
@@ -46,8 +50,10 @@ class Journal {
 
  private:
   Status read_all();
+  Status open_with(const std::string& path, int flags);
   std::string path_;
   int fd_ = -1;
+  bool read_only_ = false;
   std::vector<JournalRecord> records_;
   uint64_t dropped_bytes_ = 0;
 };
