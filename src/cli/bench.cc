@@ -8,7 +8,7 @@
 #include "dcr/bench/codec_bench.h"
 #include "dcr/core/number_list.h"
 #include "src/cli/commands.h"
-#include "src/core/program_options.h"
+#include "src/cli/program_options.h"
 
 namespace po = boost::program_options;
 

@@ -5,6 +5,7 @@
 
 #include "dcr/refit/refit.h"
 #include "src/cli/commands.h"
+#include "src/cli/refit_options.h"
 
 namespace dcr::cli {
 

@@ -1,19 +1,8 @@
 #include "dcr/refit/config.h"
 
-#include "dcr/core/number_list.h"
-#include "src/core/program_options.h"
-
-#include <boost/program_options.hpp>
-
-#include <iostream>
-
-namespace po = boost::program_options;
-
 namespace dcr {
 
-namespace {
-
-Status check(const RefitConfig& c) {
+Status check_refit_config(const RefitConfig& c) {
   DCR_REQUIRE(c.trainers >= 1, Code::invalid_argument, "--trainers must be at least 1");
   DCR_REQUIRE(c.train_tp >= 1 && c.trainers % c.train_tp == 0, Code::invalid_argument,
               "--train-tp " + std::to_string(c.train_tp) + " must divide --trainers " + std::to_string(c.trainers));
@@ -42,88 +31,6 @@ Status check(const RefitConfig& c) {
   DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
   DCR_REQUIRE(c.catchup_max >= 0, Code::invalid_argument, "--catchup-max must not be negative");
   return Status::ok();
-}
-
-}  // namespace
-
-Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now) {
-  *exit_now = false;
-  std::string config_file, rates = "1,3,5";
-  po::options_description desc(
-      "dcr refit: one SPMD job of trainer, relay and rollout ranks. Every step the trainers encode the\n"
-      "change of their shards as frames and stream them through the relay tree; rollouts apply them in\n"
-      "place in their serving layout; the root commits the version only when every rollout verified.\n"
-      "Ranks: [0, trainers) train, the next `relays` relay, the rest roll out.\n"
-      "Example: mpirun -np 6 dcr refit --config configs/refit_local.ini\n\noptions");
-  desc.add_options()
-      ("help,h", "show this help")
-      ("config", po::value(&config_file), "INI file with any of these options (command-line options win)")
-      ("model", po::value(&c->model)->default_value(c->model), "model preset: tiny, small, medium, large")
-      ("init-checkpoint", po::value(&c->init_checkpoint),
-       "start from a real checkpoint (.safetensors, .h5 or an HF directory): version 0 is its bits exactly, later "
-       "versions step it with the change model")
-      ("checkpoints", po::value(&c->checkpoints),
-       "refit real HF checkpoints: a glob of checkpoint directories (config.json + model.safetensors or its index), "
-       "in natural order; the first is the full sync, each next one a delta (--steps is ignored)")
-      ("watch", po::value(&c->watch),
-       "refit each new complete HF checkpoint directory appearing in DIR (complete: its index or "
-       "model.safetensors present), in natural order; a file DIR/STOP ends the job after the last one")
-      ("watch-timeout", po::value(&c->watch_timeout_s)->default_value(c->watch_timeout_s),
-       "--watch: end the job after this many seconds without a new checkpoint")
-      ("model-family", po::value(&c->model_family),
-       "tensor rules: a name in configs/models (llama, qwen2, qwen3, mixtral, qwen3_moe, dcr) or a JSON path; "
-       "default: picked by config.json's model_type / architectures")
-      ("serve-dir", po::value(&c->serve_dir),
-       "rollouts publish their serving shard on every commit as vLLM sharded-state files "
-       "(DIR/replica-<i>/model-rank-<r>-part-0.safetensors and a version file)")
-      ("weights", po::value(&c->weights)->default_value(c->weights), "master weights: none, auto, esrgan-medium, faceres-deep")
-      ("trainers", po::value(&c->trainers)->default_value(c->trainers), "trainer ranks")
-      ("train-tp", po::value(&c->train_tp)->default_value(c->train_tp), "tensor-parallel degree of the training layout (divides trainers; the rest is FSDP)")
-      ("relays", po::value(&c->relays)->default_value(c->relays), "relay ranks (-1: one per node)")
-      ("fanout", po::value(&c->fanout)->default_value(c->fanout), "children per relay")
-      ("rollout-tp", po::value(&c->rollout_tp)->default_value(c->rollout_tp), "tensor-parallel degree of the serving layout")
-      ("rollout-ep", po::value(&c->rollout_ep)->default_value(c->rollout_ep),
-       "expert-parallel degree of the serving layout (divides --rollout-tp; equal to it is vLLM's expert parallelism)")
-      ("train-ep", po::value(&c->train_ep)->default_value(c->train_ep),
-       "expert-parallel degree of the training layout (divides --trainers)")
-      ("fuse", po::value(&c->fuse)->default_value(c->fuse), "fused qkv and gate_up serving buffers")
-      ("transport", po::value(&c->transport)->default_value(c->transport), "data plane: ucx or mpi")
-      ("steps", po::value(&c->steps)->default_value(c->steps), "delta refits after the first full sync")
-      ("rates", po::value(&rates)->default_value(rates), "changed percent per step, comma separated, cycled")
-      ("frame-elements", po::value(&c->frame_elements)->default_value(c->frame_elements), "largest frame in elements")
-      ("window", po::value(&c->window)->default_value(c->window), "frames each sender keeps in flight")
-      ("encode-threads", po::value(&c->encode_threads)->default_value(c->encode_threads),
-       "threads each trainer encodes frames with (cores per trainer rank)")
-      ("link-gbps", po::value(&c->link_gbps)->default_value(c->link_gbps), "emulated trainer -> first relay link in Gbit/s (0: none)")
-      ("compare-full", po::value(&c->compare_full)->default_value(c->compare_full), "also time a full refit of each version")
-      ("compare-bcast", po::value(&c->compare_bcast)->default_value(c->compare_bcast), "also time MPI_Bcast of the full model")
-      ("verify", po::value(&c->verify)->default_value(c->verify), "rollouts compare every byte with the expected model")
-      ("timeout", po::value(&c->timeout_s)->default_value(c->timeout_s), "seconds before a silent peer is reported dead")
-      ("seed", po::value(&c->seed)->default_value(c->seed), "seed of the change model")
-      ("json", po::value(&c->json), "write per-step records as JSON to this file")
-      ("csv", po::value(&c->csv), "write per-step records as CSV to this file")
-      ("state-dir", po::value(&c->state_dir),
-       "directory for durable progress (per-rank journals, rollout snapshots); running the same command again "
-       "resumes from it")
-      ("snapshot-every", po::value(&c->snapshot_every)->default_value(c->snapshot_every),
-       "rollouts write an HDF5 snapshot every N committed versions (0: never)")
-      ("spool-dir", po::value(&c->spool_dir),
-       "shared directory where trainers publish every committed delta; a restarted rollout whose snapshot is "
-       "older catches up from it instead of taking a full sync")
-      ("catchup-max", po::value(&c->catchup_max)->default_value(c->catchup_max),
-       "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync")
-      ("fault", po::value(&c->fault), "test only: wrong-base@VERSION or corrupt@VERSION")
-      ("fail-at", po::value(&c->fail_at),
-       "test only: ROLE:INDEX:PHASE:VERSION kills that rank (kill -9) in phase encode|stream|apply|commit");
-  po::variables_map vm;
-  DCR_TRY(parse_program_options(argc, argv, desc, &vm));
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    *exit_now = true;
-    return Status::ok();
-  }
-  DCR_TRY(parse_number_list(rates, "--rates", 100, &c->rates));
-  return check(*c);
 }
 
 }  // namespace dcr

@@ -68,6 +68,7 @@ Status open_journal(RankState* s) {
 }  // namespace
 
 Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
+  DCR_TRY(check_refit_config(config));
   s->config = config;
   DCR_TRY(make_topology(config, world, &s->topology));
   s->control = mpi_collective(world);

@@ -18,7 +18,7 @@
 #include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
 #include "dcr/refit/roles.h"
-#include "dcr/refit/shard.h"
+#include "dcr/layout/shard.h"
 #include "dcr/refit/source.h"
 #include "dcr/refit/topology.h"
 #include "dcr/spool/frame_spool.h"

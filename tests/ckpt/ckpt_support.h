@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "dcr/core/tensor.h"
-#include "dcr/refit/shard.h"
+#include "dcr/layout/shard.h"
 
 namespace dcr::test {
 

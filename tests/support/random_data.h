@@ -45,7 +45,7 @@ inline std::vector<uint8_t> perturb(const std::vector<uint8_t>& base, unsigned w
 
 }  // namespace dcr::test
 
-#include "dcr/codec/region.h"
+#include "dcr/core/region.h"
 
 namespace dcr::test {
 

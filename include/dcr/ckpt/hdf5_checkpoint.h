@@ -16,7 +16,7 @@
 
 #include "dcr/core/status.h"
 #include "dcr/core/tensor.h"
-#include "dcr/refit/shard.h"
+#include "dcr/layout/shard.h"
 
 namespace dcr {
 

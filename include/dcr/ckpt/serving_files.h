@@ -8,7 +8,7 @@
 #include <string>
 
 #include "dcr/core/status.h"
-#include "dcr/refit/shard.h"
+#include "dcr/layout/shard.h"
 
 namespace dcr {
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "dcr/codec/frame.h"
-#include "dcr/codec/region.h"
+#include "dcr/core/region.h"
 #include "dcr/codec/stream.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/status.h"

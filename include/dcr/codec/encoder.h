@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dcr/codec/frame.h"
-#include "dcr/codec/region.h"
+#include "dcr/core/region.h"
 #include "dcr/core/status.h"
 
 namespace dcr {

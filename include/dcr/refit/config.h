@@ -1,4 +1,4 @@
-// Everything `dcr refit` is told: from an INI file (--config) and the command line, which wins.
+// Everything `dcr refit` is told (the cli fills it from an INI file and the command line).
 #pragma once
 
 #include <cstdint>
@@ -52,7 +52,7 @@ struct RefitConfig {
   bool has_checkpoint() const { return from_checkpoints() || !init_checkpoint.empty(); }
 };
 
-// Parses argv (argv[0] is the subcommand). Prints --help and sets *exit_now when asked.
-Status parse_refit_config(int argc, char** argv, RefitConfig* config, bool* exit_now);
+// invalid_argument naming the option for a configuration that cannot work.
+Status check_refit_config(const RefitConfig& config);
 
 }  // namespace dcr

@@ -11,7 +11,7 @@
 #include "dcr/codec/encoder.h"
 #include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
-#include "dcr/refit/shard.h"
+#include "dcr/layout/shard.h"
 #include "dcr/transport/transport.h"
 
 namespace dcr {

@@ -12,7 +12,7 @@
 #include "dcr/ckpt/hf_checkpoint.h"
 #include "dcr/model/change_model.h"
 #include "dcr/refit/config.h"
-#include "dcr/refit/shard.h"
+#include "dcr/layout/shard.h"
 
 namespace dcr {
 

@@ -1,4 +1,4 @@
-#include "dcr/refit/shard.h"
+#include "dcr/layout/shard.h"
 
 #include <cstring>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dcr/codec/region.h"
+#include "dcr/core/region.h"
 #include "dcr/core/tensor.h"
 #include "dcr/layout/piece.h"
 

@@ -1,4 +1,4 @@
-#include "src/core/program_options.h"
+#include "src/cli/program_options.h"
 
 #include <fstream>
 #include <string>

@@ -1,4 +1,4 @@
-#include "dcr/codec/region.h"
+#include "dcr/core/region.h"
 
 #include <cstring>
 
