@@ -180,8 +180,7 @@ Status read_tensors(hid_t file, Manifest* manifest, CanonicalBits* bits) {
 }
 
 Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bits, uint64_t* version) {
-  std::error_code ec;
-  DCR_REQUIRE(std::filesystem::exists(path, ec), Code::not_found, "no such file");
+  DCR_TRY(files::check_regular_file(path, UINT64_MAX, nullptr));
   const QuietHdf5 quiet;
   H5Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   DCR_REQUIRE(file.valid(), Code::corrupt, "cannot open it as an HDF5 file");

@@ -24,6 +24,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kMetadataKey = "__metadata__";
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the safetensors format's own cap
 
 struct DTypeName {
   DType dtype;
@@ -49,28 +50,75 @@ std::string range_text(const Entry& e) {
   return "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
 }
 
-// Parses with nlohmann, refusing duplicate keys in any object (the format disallows them, and JSON
-// parsers would silently keep the last one).
-Status parse_json(const std::string& text, json* out) {
-  std::vector<std::set<std::string>> open_objects;
-  std::string entry, duplicate;  // the top-level key being parsed; the first duplicate found
-  const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == json::parse_event_t::object_end) open_objects.pop_back();
-    if (event != json::parse_event_t::key) return true;
-    const std::string key = parsed.get<std::string>();
-    if (open_objects.size() == 1) entry = key;
-    if (!open_objects.back().insert(key).second && duplicate.empty()) {
-      duplicate = "\"" + key + "\"" + (open_objects.size() == 1 ? "" : " (in \"" + entry + "\")");
+// A header nests at most three levels ({name: {"shape": [...]}}); deeper JSON is refused before
+// parsing, which recurses once per level.
+Status check_nesting(const std::string& text) {
+  constexpr int kMaxDepth = 8;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '{' || c == '[') DCR_REQUIRE(++depth <= kMaxDepth, Code::corrupt,
+                                          "header nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (c == '}' || c == ']') --depth;
+  }
+  return Status::ok();
+}
+
+// Finds the first key that appears twice in one object (the format disallows them, and JSON
+// parsers would silently keep the last one), in one linear SAX pass.
+class DuplicateKeys : public nlohmann::json_sax<json> {
+ public:
+  std::string duplicate;  // "\"key\"" or "\"key\" (in \"entry\")", empty when none
+
+  bool key(string_t& k) override {
+    if (objects_.size() == 1) entry_ = k;
+    if (!objects_.back().insert(k).second && duplicate.empty()) {
+      duplicate = "\"" + k + "\"" + (objects_.size() == 1 ? "" : " (in \"" + entry_ + "\")");
     }
     return true;
-  };
+  }
+  bool start_object(std::size_t) override {
+    objects_.emplace_back();
+    return true;
+  }
+  bool end_object() override {
+    objects_.pop_back();
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  std::vector<std::set<std::string>> objects_;
+  std::string entry_;
+};
+
+// Parses with nlohmann after bounding the nesting, refusing duplicate keys.
+Status parse_json(const std::string& text, json* out) {
+  DCR_TRY(check_nesting(text));
+  DuplicateKeys keys;
   try {
-    *out = json::parse(text, track);
-  } catch (const json::parse_error& e) {
+    *out = json::parse(text);
+  } catch (const json::exception& e) {  // syntax, or a number out of range
     return Status(Code::corrupt, std::string("header is not valid JSON: ") + e.what());
   }
-  DCR_REQUIRE(duplicate.empty(), Code::corrupt, "header has the key " + duplicate + " twice");
+  json::sax_parse(text, &keys);
+  DCR_REQUIRE(keys.duplicate.empty(), Code::corrupt, "header has the key " + keys.duplicate + " twice");
   return Status::ok();
 }
 
@@ -185,18 +233,16 @@ Status read_bytes(std::ifstream& in, void* data, uint64_t bytes, const std::stri
 // the entries' offsets are relative to it.
 Status open_checked(const std::string& path, std::ifstream* in, std::vector<Entry>* entries,
                     SafetensorsMetadata* metadata, uint64_t* data_start) {
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) {
-    return Status(ec == std::errc::no_such_file_or_directory ? Code::not_found : Code::io_error,
-                  "cannot open: " + ec.message());
-  }
+  uint64_t size = 0;
+  DCR_TRY(files::check_regular_file(path, UINT64_MAX, &size));
   DCR_REQUIRE(size >= 8, Code::corrupt, "the file holds " + std::to_string(size) + " bytes, less than the 8-byte header length");
   in->open(path, std::ios::binary);
   DCR_REQUIRE(in->is_open(), Code::io_error, std::string("cannot open: ") + std::strerror(errno));
   uint8_t length[8];
   DCR_TRY(read_bytes(*in, length, 8, "the header length"));
   const uint64_t header_bytes = get_le(length, 8);
+  DCR_REQUIRE(header_bytes <= kMaxHeaderBytes, Code::corrupt,
+              "header length " + std::to_string(header_bytes) + " exceeds the format's 100 MB limit");
   DCR_REQUIRE(header_bytes <= size - 8, Code::corrupt,
               "header length " + std::to_string(header_bytes) + " is larger than the " + std::to_string(size - 8) +
                   " bytes that follow it");
@@ -204,6 +250,7 @@ Status open_checked(const std::string& path, std::ifstream* in, std::vector<Entr
   DCR_TRY(read_bytes(*in, text.data(), header_bytes, "the header"));
   if (metadata) metadata->clear();
   DCR_TRY(parse_header(text, entries, metadata));
+  DCR_REQUIRE(!entries->empty(), Code::corrupt, "the header names no tensors");
   DCR_TRY(check_tiling(entries, size - 8 - header_bytes));
   *data_start = 8 + header_bytes;
   return Status::ok();
@@ -229,19 +276,20 @@ Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bit
 
 // The JSON header for tensors laid out back to back in manifest order, padded to a multiple of 8.
 Status header_text(const Manifest& manifest, const SafetensorsMetadata& metadata, std::string* text) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header[kMetadataKey] = metadata;
-  uint64_t offset = 0;
-  for (const TensorDesc& t : manifest.tensors) {
-    DCR_REQUIRE(t.name != kMetadataKey, Code::invalid_argument, "a tensor cannot be named \"__metadata__\"");
-    header[t.name] = {{"dtype", safetensors_name(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", nlohmann::ordered_json::array({offset, offset + t.nbytes()})}};
-    offset += t.nbytes();
-  }
+  // Entries are appended one by one (an ordered_json object finds each new key by a linear scan,
+  // which took minutes for 100,000 tensors).
   try {
-    *text = header.dump();
-  } catch (const nlohmann::ordered_json::type_error& e) {
+    *text = "{";
+    if (!metadata.empty()) *text += json(kMetadataKey).dump() + ":" + json(metadata).dump();
+    uint64_t offset = 0;
+    for (const TensorDesc& t : manifest.tensors) {
+      DCR_REQUIRE(t.name != kMetadataKey, Code::invalid_argument, "a tensor cannot be named \"__metadata__\"");
+      const json entry = {{"data_offsets", {offset, offset + t.nbytes()}}, {"dtype", safetensors_name(t.dtype)}, {"shape", t.shape}};
+      *text += (text->size() > 1 ? "," : "") + json(t.name).dump() + ":" + entry.dump();
+      offset += t.nbytes();
+    }
+    *text += "}";
+  } catch (const json::type_error& e) {
     return Status(Code::invalid_argument, std::string("a tensor name or metadata string is not UTF-8: ") + e.what());
   }
   text->append((8 - text->size() % 8) % 8, ' ');

@@ -1,5 +1,7 @@
 #include "src/cli/program_options.h"
 
+#include "src/core/files.h"
+
 #include <fstream>
 #include <string>
 
@@ -12,6 +14,7 @@ Status parse_program_options(int argc, char** argv, const po::options_descriptio
     po::store(po::parse_command_line(argc, argv, desc), *vm);
     if (vm->count("config")) {
       const std::string path = (*vm)["config"].as<std::string>();
+      DCR_TRY(files::check_regular_file(path, 1 << 20, nullptr).with_context("config file"));
       std::ifstream file(path);
       DCR_REQUIRE(file.good(), Code::not_found, "cannot open config file '" + path + "'");
       po::store(po::parse_config_file(file, desc), *vm);

@@ -1,13 +1,29 @@
 // `dcr refit`: the SPMD refit job (run under mpirun or srun).
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <string>
 
 #include "dcr/refit/refit.h"
 #include "src/cli/commands.h"
 #include "src/cli/refit_options.h"
 
 namespace dcr::cli {
+
+namespace {
+// An output file can be written: its directory exists and takes files (checked before the run).
+Status writable_path(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const std::string where = dir.empty() ? "." : dir;
+  DCR_REQUIRE(std::filesystem::is_directory(where) && ::access(where.c_str(), W_OK) == 0, Code::invalid_argument,
+              "cannot write '" + path + "': directory '" + where + "' does not exist or is not writable");
+  DCR_REQUIRE(!std::filesystem::is_directory(path), Code::invalid_argument, "cannot write '" + path + "': it is a directory");
+  return Status::ok();
+}
+}  // namespace
 
 int run_refit_command(int argc, char** argv) {
   int provided = 0;
@@ -23,6 +39,14 @@ int run_refit_command(int argc, char** argv) {
   }
   if (!s.is_ok()) {
     if (rank == 0) std::fprintf(stderr, "dcr refit: %s (see dcr refit --help)\n", s.to_string().c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  for (const std::string& out : {config.json, config.csv}) {
+    if (s.is_ok() && !out.empty()) s = writable_path(out);
+  }
+  if (!s.is_ok()) {
+    if (rank == 0) std::fprintf(stderr, "dcr refit: %s\n", s.to_string().c_str());
     MPI_Finalize();
     return 2;
   }

@@ -97,9 +97,30 @@ Status commit_file(const std::string& tmp, const std::string& path) {
   return rename_over(sync_path(tmp, O_RDONLY, "file"), tmp, path, true);
 }
 
+Status check_regular_file(const std::string& path, uint64_t max_bytes, uint64_t* size) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) {
+    return errno == ENOENT ? Status(Code::not_found, "'" + path + "' does not exist (or is a dangling link)")
+                           : errno_status("cannot stat", path, errno);
+  }
+  DCR_REQUIRE(S_ISREG(info.st_mode), Code::invalid_argument,
+              "'" + path + "' is not a regular file (" +
+                  (S_ISDIR(info.st_mode) ? "a directory" : S_ISFIFO(info.st_mode) ? "a FIFO" : "a device or socket") + ")");
+  DCR_REQUIRE(static_cast<uint64_t>(info.st_size) <= max_bytes, Code::invalid_argument,
+              "'" + path + "' holds " + std::to_string(info.st_size) + " bytes, more than the " +
+                  std::to_string(max_bytes) + " this reader accepts");
+  if (size) *size = static_cast<uint64_t>(info.st_size);
+  return Status::ok();
+}
+
 Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* found) {
   if (found) *found = true;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (found && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
+    *found = false;
+    return Status::ok();
+  }
+  DCR_TRY(check_regular_file(path, UINT64_MAX, nullptr));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0 && errno == ENOENT && found) {
     *found = false;
     return Status::ok();

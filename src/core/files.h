@@ -34,7 +34,12 @@ Status commit_file(const std::string& tmp, const std::string& path);
 // fsyncs the directory `dir` (entries renamed into it survive a crash).
 Status sync_directory(const std::string& dir);
 
-// Reads the whole of `path` into *out. Code::not_found when it does not exist (and *found, when
+// Checks that `path` is a regular file (after symlinks) of at most `max_bytes`, and gives its size.
+// A FIFO, device, socket or directory is refused (invalid_argument: reading one would block or
+// never end), a missing file or dangling symlink is not_found, a larger file is invalid_argument.
+Status check_regular_file(const std::string& path, uint64_t max_bytes, uint64_t* size);
+
+// Reads the whole of `path` into *out (a regular file only: see check_regular_file). Code::not_found when it does not exist (and *found, when
 // given, is set false instead of failing).
 Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* found = nullptr);
 

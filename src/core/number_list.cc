@@ -11,7 +11,9 @@ Status parse_number_list(const std::string& text, const std::string& option, dou
   while (std::getline(in, item, ',')) {
     size_t used = 0;
     double value = 0;
-    try {
+    // Plain decimal only: strtod would also read hex ("0x10" as 16), "inf" and "nan".
+    const bool decimal = item.find_first_not_of("0123456789.eE+-") == std::string::npos;
+    if (decimal) try {
       value = std::stod(item, &used);
     } catch (const std::exception&) {
     }

@@ -1,5 +1,7 @@
 #include "dcr/core/tensor.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "dcr/core/hash.h"
@@ -37,10 +39,30 @@ uint64_t Manifest::hash() const {
   return h.digest();
 }
 
+namespace {
+// The name with control characters shown as \xNN, for messages.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20) {
+      out += c;
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", u);
+    out += hex;
+  }
+  return out;
+}
+}  // namespace
+
 Status Manifest::validate() const {
   std::set<std::string> names;
   for (const TensorDesc& t : tensors) {
     DCR_REQUIRE(!t.name.empty(), Code::invalid_argument, "manifest has a tensor with an empty name");
+    DCR_REQUIRE(std::none_of(t.name.begin(), t.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }),
+                Code::invalid_argument, "tensor name '" + printable(t.name) + "' holds a control character");
     DCR_REQUIRE(names.insert(t.name).second, Code::invalid_argument,
                 "manifest names tensor '" + t.name + "' twice");
     for (int64_t d : t.shape) {

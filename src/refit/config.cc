@@ -1,5 +1,7 @@
 #include "dcr/refit/config.h"
 
+#include <cmath>
+
 namespace dcr {
 
 Status check_refit_config(const RefitConfig& c) {
@@ -17,7 +19,7 @@ Status check_refit_config(const RefitConfig& c) {
               "--checkpoints and --watch are two sources of versions; give one");
   DCR_REQUIRE(!c.from_checkpoints() || c.init_checkpoint.empty(), Code::invalid_argument,
               "--init-checkpoint starts the change model; with --checkpoints or --watch every version is a checkpoint");
-  DCR_REQUIRE(c.watch_timeout_s > 0, Code::invalid_argument, "--watch-timeout must be positive");
+  DCR_REQUIRE(c.watch_timeout_s > 0 && c.watch_timeout_s <= 1e6, Code::invalid_argument, "--watch-timeout must be in (0, 1e6] seconds");
   DCR_REQUIRE(c.transport == "ucx" || c.transport == "mpi", Code::invalid_argument,
               "--transport '" + c.transport + "' is not ucx or mpi");
   DCR_REQUIRE(c.steps >= 0, Code::invalid_argument, "--steps must not be negative");
@@ -27,7 +29,10 @@ Status check_refit_config(const RefitConfig& c) {
   DCR_REQUIRE(c.encode_threads >= 1 && c.encode_threads <= 256, Code::invalid_argument,
               "--encode-threads must be in [1, 256]");
   DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
-  DCR_REQUIRE(c.timeout_s > 0, Code::invalid_argument, "--timeout must be positive");
+  DCR_REQUIRE(c.timeout_s > 0 && c.timeout_s <= 1e6, Code::invalid_argument,
+              "--timeout must be in (0, 1e6] seconds (a deadline past that overflows the clock)");
+  DCR_REQUIRE(std::isfinite(c.link_gbps) && c.link_gbps <= 1e6, Code::invalid_argument,
+              "--link-gbps must be a finite rate of at most 1e6 Gbit/s");
   DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
   DCR_REQUIRE(c.catchup_max >= 0, Code::invalid_argument, "--catchup-max must not be negative");
   return Status::ok();

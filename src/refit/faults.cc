@@ -23,6 +23,8 @@ const char* phase_name(Phase phase) {
 namespace {
 
 bool parse_number(const std::string& text, uint64_t* out) {
+  // Digits only: stoull would take "-1" as 2^64 - 1.
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
   try {
     size_t used = 0;
     *out = std::stoull(text, &used);

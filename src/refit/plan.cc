@@ -45,6 +45,13 @@ uint64_t RefitPlan::frames_for_relay(const Topology& t, int r) const {
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
   if (!config.has_checkpoint()) DCR_TRY(make_preset(config.model, &plan->manifest));
   DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->manifest, &plan->rules));
+  constexpr uint64_t kMaxFrames = uint64_t{1} << 20;
+  const uint64_t at_least = plan->manifest.total_elements() / config.frame_elements;
+  DCR_REQUIRE(at_least <= kMaxFrames, Code::invalid_argument,
+              "--frame-elements " + std::to_string(config.frame_elements) + " cuts the model's " +
+                  std::to_string(plan->manifest.total_elements()) + " elements into at least " +
+                  std::to_string(at_least) + " frames (more than " + std::to_string(kMaxFrames) +
+                  " in flight per step); raise it");
   const TrainingLayout training{config.trainers / config.train_tp, config.train_tp, config.train_ep, &plan->rules};
   const ServingLayout serving{config.rollout_tp, config.fuse, config.rollout_ep, &plan->rules};
   plan->trainer_holdings.resize(topology.trainers);

@@ -65,13 +65,10 @@ Status open_journal(RankState* s) {
   return s->journal->open(s->config.state_dir + "/rank-" + std::to_string(s->topology.world_rank) + ".journal");
 }
 
-}  // namespace
 
-Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
-  DCR_TRY(check_refit_config(config));
-  s->config = config;
-  DCR_TRY(make_topology(config, world, &s->topology));
-  s->control = mpi_collective(world);
+// What each rank sets up on its own (the checkpoint, plan, journal, source); it can fail on some
+// ranks only (a missing weights package, a file one node cannot read).
+Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   CanonicalBits initial;
   DCR_TRY(load_initial(config, world, &s->plan, &initial));
   DCR_TRY(make_plan(config, s->topology, &s->plan));
@@ -79,6 +76,18 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
   DCR_TRY(open_journal(s));
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
+  if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
+  DCR_TRY(check_refit_config(config));  // the same verdict on every rank
+  s->config = config;
+  DCR_TRY(make_topology(config, world, &s->topology));
+  s->control = mpi_collective(world);
+  DCR_TRY(all_ok(s, set_up_local(config, world, s), "set-up"));
   DCR_TRY(make_transport(config.transport, world, &s->transport));
   const Topology& t = s->topology;
   if (t.role == Role::trainer && config.link_gbps > 0) {
@@ -87,7 +96,6 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     limit.peers = {t.relay_rank(0)};
     s->limited = std::make_unique<RateLimitedTransport>(s->transport.get(), limit);
   }
-  if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));
   if (t.role == Role::trainer) {
     for (int i = 0; i < config.encode_threads; ++i) s->encoders.push_back(std::make_unique<FrameEncoder>());
     s->baseline = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
@@ -99,6 +107,18 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   const bool in_bcast = (t.role == Role::trainer && t.index == 0) || t.role == Role::rollout;
   MPI_Comm_split(world, in_bcast ? 0 : MPI_UNDEFINED, t.world_rank, &s->bcast_comm);
   return Status::ok();
+}
+
+Status all_ok(RankState* s, const Status& mine, const char* what) {
+  if (!mine.is_ok()) {
+    std::fprintf(stderr, "dcr refit: %s: %s: %s\n", s->topology.describe().c_str(), what, mine.to_string().c_str());
+  }
+  const uint64_t none = UINT64_MAX;
+  const uint64_t first = s->control->all_min(mine.is_ok() ? none : static_cast<uint64_t>(s->topology.world_rank));
+  if (first == none) return Status::ok();
+  if (!mine.is_ok()) return mine.with_context(what);
+  return Status(Code::aborted, std::string(what) + " failed on " + s->topology.describe_rank(static_cast<int>(first)) +
+                                   " (see its message); every rank stops");
 }
 
 void tear_down(RankState* s) {

@@ -54,7 +54,12 @@ struct RankState {
   std::string snapshot_path() const;
 };
 
+// Collective. A rank that fails while setting up on its own makes every rank stop (all_ok).
 Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s);
+// Collective: whether `mine` is ok on every rank. A failing rank prints its error with its rank
+// and role; every rank then returns an error (the others name the first rank that failed), so no
+// rank waits in a collective another has left.
+Status all_ok(RankState* s, const Status& mine, const char* what);
 void tear_down(RankState* s);
 
 bool all_true(bool value, MPI_Comm world);

@@ -97,11 +97,12 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   bool exists = false;
   DCR_TRY(version_exists(s, version, world, &exists));
   DCR_REQUIRE(exists, Code::not_found, "committed version " + std::to_string(version) + " has no checkpoint to rebuild from");
-  if (s->has_model()) DCR_TRY(advance_source_to(s, version));
-  if (t.role == Role::trainer) {
+  const Status rebuilt = s->has_model() ? advance_source_to(s, version) : Status::ok();
+  if (rebuilt.is_ok() && t.role == Role::trainer) {
     s->current.load(s->source->bytes());
     s->baseline.copy_from(s->current);
   }
+  DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
   const bool restored = t.role == Role::rollout && restore(s, version);
   const bool synced_everywhere = all_true(t.role != Role::rollout || restored, world);
   int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
@@ -116,10 +117,10 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
     DCR_REQUIRE(all_true(vote, world), Code::aborted,
                 "the full sync of version " + std::to_string(version) + " after a restart failed (see the messages above)");
   }
-  if (t.role == Role::rollout && !restored) DCR_TRY(write_snapshot(s));
+  DCR_TRY(all_ok(s, t.role == Role::rollout && !restored ? write_snapshot(s) : Status::ok(), "snapshot after the resume"));
   DCR_REQUIRE(verified(s, s->serving, world), Code::target_mismatch,
               "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
-  DCR_TRY(record_resumed(s, version));
+  DCR_TRY(all_ok(s, record_resumed(s, version), "journal after the resume"));
   if (t.world_rank == 0) {
     std::printf("dcr refit: resumed at committed version %llu from '%s' (%d rollout(s) re-synced, the rest restored "
                 "from their snapshots)\n",
