@@ -40,7 +40,14 @@ Status agree_on_committed(Collective& control, const Journal* journal, uint64_t 
   }
   // kNoVersion is the largest value: take the maximum over the ranks that have a version.
   const uint64_t highest = control.all_max(has ? mine : 0);
+  const uint64_t lowest = control.all_min(has ? mine : kNoVersion);
   const bool any = control.all_max(has ? 1 : 0) == 1;
+  // Journals of one job differ by at most one version (the root records a decision before the
+  // others learn it; compaction keeps only the head). A wider gap is a forged or foreign record.
+  DCR_REQUIRE(!any || highest - lowest <= 1, Code::invalid_argument,
+              "the journals claim committed versions from " + std::to_string(lowest) + " to " + std::to_string(highest) +
+                  "; one job's journals differ by at most one: some were forged or come from another job "
+                  "(restore the state directory or start with a fresh one)");
   *version = any ? highest : kNoVersion;
   return Status::ok();
 }

@@ -83,6 +83,41 @@ bool restore(RankState* s, uint64_t version) {
   return true;
 }
 
+// Hash of every box a rollout receives, summed (wrapping) per rollout: trainers from the version
+// they rebuilt, each rollout from its own buffers. Equal sums mean the rollout holds the trainers'
+// bits, whatever its snapshot or journal claimed.
+uint64_t box_hash(Shard* shard, const Box& box) {
+  Region r;
+  return shard->region(box, &r).is_ok() ? region_hash(r) : 0;
+}
+
+// Collective: whether this rollout's restored buffers hold the version the trainers rebuilt.
+// A snapshot swapped with another rollout's, left by a run with another seed, or caught up over
+// a spool that lost a frame fails here, with or without --verify.
+bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
+  const Topology& t = s->topology;
+  std::vector<uint64_t> mine(t.rollouts, 0), expected(t.rollouts, 0);
+  for (size_t trainer = 0; trainer < s->plan.frames.size(); ++trainer) {
+    for (const PlannedFrame& f : s->plan.frames[trainer]) {
+      const bool sender = t.role == Role::trainer && t.index == static_cast<int>(trainer);
+      const bool receiver = t.role == Role::rollout && restored &&
+                            std::binary_search(f.receivers.begin(), f.receivers.end(), t.index);
+      if (!sender && !receiver) continue;
+      const uint64_t h = box_hash(sender ? &s->current : &s->serving, f.box);
+      for (int i : f.receivers) {
+        if (sender) mine[i] += h;
+      }
+      if (receiver) mine[t.index] -= h;  // the trainers' sums minus this rollout's: zero when equal
+    }
+  }
+  MPI_Allreduce(mine.data(), expected.data(), t.rollouts, MPI_UINT64_T, MPI_SUM, world);
+  if (t.role != Role::rollout || !restored) return restored;
+  if (expected[t.index] == 0) return true;
+  std::fprintf(stderr, "dcr refit: %s: the restored state is not the version the trainers rebuilt (box hashes differ); "
+               "discarding it and taking a full sync\n", t.describe().c_str());
+  return false;
+}
+
 }  // namespace
 
 Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
@@ -103,7 +138,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
     s->baseline.copy_from(s->current);
   }
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
-  const bool restored = t.role == Role::rollout && restore(s, version);
+  const bool restored = matches_trainers(s, t.role == Role::rollout && restore(s, version), world);
   const bool synced_everywhere = all_true(t.role != Role::rollout || restored, world);
   int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
   MPI_Reduce(&missing, &rollouts_missing, 1, MPI_INT, MPI_SUM, 0, world);

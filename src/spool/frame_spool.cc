@@ -210,6 +210,7 @@ Status FrameSpool::chain(uint64_t from, uint64_t to, std::vector<VersionEntry>* 
                 where + ": version " + std::to_string(at) + " is based on version " + std::to_string(e.base) +
                     ", which comes before " + std::to_string(from) + ": no published chain starts at " +
                     std::to_string(from));
+    DCR_REQUIRE(e.base < at, Code::corrupt, where + ": version " + std::to_string(at) + " names itself as its base");
     out->push_back(e);
     at = e.base;
   }

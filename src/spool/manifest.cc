@@ -103,6 +103,8 @@ Status parse_manifest(const std::string& text, const std::string& path, Manifest
     if (!parse_line(words_of(line), out, &seen))
       return corrupt(path, "line " + std::to_string(number) + " is invalid");
   if (seen != 7) return corrupt(path, "lacks its base, target or writer line");
+  if (out->base >= out->target)  // a delta moves forward; base == target would loop a chain walk
+    return corrupt(path, "base " + std::to_string(out->base) + " is not before target " + std::to_string(out->target));
   if (out->frames.size() != count)
     return corrupt(path, "lists " + std::to_string(out->frames.size()) + " frames, its end line says " +
                              std::to_string(count));

@@ -136,5 +136,15 @@ TEST_F(CommitTest, AForeignJournalOnAnyRankIsRefusedEverywhere) {
   EXPECT_EQ(foreign, std::vector<int>(kRanks, 3));
 }
 
+TEST_F(CommitTest, AForgedFarAheadRecordIsRefused) {
+  ASSERT_EQ(commit({true, true, true, true}, {0, 1}), std::vector<bool>(kRanks, true));
+  // A valid record (its checksum is right) claiming version 2^64 - 2 on the root.
+  ASSERT_TRUE(journals_[0]->append({JournalRecord::committed, UINT64_MAX - 1, 1, kManifest}, true).is_ok());
+  std::vector<int> foreign;
+  std::vector<Code> codes;
+  agree(kManifest, &foreign, &codes);
+  EXPECT_EQ(codes, std::vector<Code>(kRanks, Code::invalid_argument));
+}
+
 }  // namespace
 }  // namespace dcr

@@ -2,7 +2,10 @@
 // until their manifests are complete, chained base -> target, checked against corruption, pruned.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <iterator>
+#include <sstream>
 #include <fstream>
 
 #include "dcr/codec/decoder.h"
@@ -239,6 +242,30 @@ TEST_F(FrameSpoolTest, AlteredManifestIsCorrupt) {
   const Status s = spool.version(1, &entry);
   EXPECT_EQ(s.code(), Code::corrupt) << s.to_string();
   EXPECT_TRUE(mentions(s, path)) << s.message();
+}
+
+TEST_F(FrameSpoolTest, ForgedManifestWhoseBaseIsItsTargetIsCorrupt) {
+  // A manifest rewritten to "base 1" for version 1, with its content hash recomputed: a chain walk
+  // from it used to loop for ever.
+  FrameSpool spool(dir_);
+  ASSERT_TRUE(spool.publish(0, 1, delta_frames(0, 1, 1)).is_ok());
+  const std::string path = dir_ + "/v1/MANIFEST";
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("\nbase 0\n"), 8, "\nbase 1\n");
+  const size_t end = text.rfind("\nend ") + 1;
+  std::istringstream last(text.substr(end));
+  std::string word, count;
+  last >> word >> count;
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(hash64(text.data(), end)));
+  std::ofstream(path, std::ios::trunc) << text.substr(0, end) << "end " << count << " " << hash << "\n";
+  VersionEntry entry;
+  const Status s = spool.version(1, &entry);
+  EXPECT_EQ(s.code(), Code::corrupt) << s.to_string();
+  EXPECT_TRUE(mentions(s, "is not before target")) << s.message();
+  std::vector<VersionEntry> chain;
+  EXPECT_EQ(spool.chain(0, 1, &chain).code(), Code::corrupt);
 }
 
 TEST_F(FrameSpoolTest, PruneKeepsTheNewestVersions) {

@@ -32,7 +32,8 @@ bool joint_decision(const CommitParty& p, bool vote, Versions versions);
 // The job's committed version on resume: the highest that any rank's journal proves committed
 // (a rank records "committed v" only after the root decided v, so any such record proves it), or
 // kNoVersion. Every rank learns it. A journal of another model on any rank is refused on every
-// rank (invalid_argument; *foreign_rank names the first such rank).
+// rank (invalid_argument; *foreign_rank names the first such rank), and so are journals whose
+// versions differ by more than one (one job's never do).
 Status agree_on_committed(Collective& control, const Journal* journal, uint64_t manifest_hash, uint64_t* version,
                           int* foreign_rank);
 

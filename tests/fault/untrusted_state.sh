@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# State that proves itself: with --verify false (as in a deployment, which has no expected model), a
+# resume from snapshots swapped between rollouts, or from the state of a run with another seed, must
+# notice (the restored boxes' hashes differ from the trainers' rebuilt version), discard them and
+# take a full sync. A third run with --verify true then restores the snapshots the second run wrote
+# and checks every byte against the model. Usage: untrusted_state.sh DCR_BINARY
+set -uo pipefail
+dcr=$1
+source "$(dirname "$0")/../../scripts/mpi_env.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+run() {  # state steps seed verify
+  timeout 120 mpirun --oversubscribe -np 5 "$dcr" refit --model tiny --trainers 2 --relays 1 --rollout-tp 2 \
+    --steps "$2" --seed "$3" --verify "$4" --transport mpi --compare-full false --compare-bcast false --timeout 30 \
+    --state-dir "$1"
+}
+check() {  # name state
+  local name=$1 state=$2 why=""
+  run "$state" 3 1 false >"$state.run2.log" 2>&1 || why="the resume with --verify false failed"
+  [ -n "$why" ] || grep -q "discarding it and taking a full sync" "$state.run2.log" || why="the bad state was trusted"
+  [ -n "$why" ] || run "$state" 3 1 true >"$state.run3.log" 2>&1 || why="the bits it ended with are wrong"
+  [ -n "$why" ] || grep -q "resumed at committed version 3" "$state.run3.log" || why="run 3 did not resume at v3"
+  if [ -z "$why" ]; then
+    passed=$((passed + 1)); echo "  $name: discarded, re-synced, verified at v3"
+  else
+    failed=$((failed + 1)); echo "FAIL $name: $why"; tail -n 12 "$state".run*.log
+  fi
+}
+
+run "$work/swap" 2 1 true >"$work/swap.run1.log" 2>&1 || { echo "FAIL setup run"; exit 1; }
+mv "$work/swap/rollout-0.h5" "$work/swap/tmp.h5"
+mv "$work/swap/rollout-1.h5" "$work/swap/rollout-0.h5"
+mv "$work/swap/tmp.h5" "$work/swap/rollout-1.h5"
+check "snapshots of rollouts 0 and 1 swapped" "$work/swap"
+
+run "$work/foreign" 2 2 true >"$work/foreign.run1.log" 2>&1 || { echo "FAIL setup run"; exit 1; }
+check "journals and snapshots of a run with another seed" "$work/foreign"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
