@@ -1,13 +1,20 @@
 #include "dcr/ckpt/hdf5_checkpoint.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "dcr/ckpt/checkpoint.h"
+#include "dcr/codec/byte_io.h"
 #include "dcr/core/hash.h"
 #include "src/core/files.h"
 #include "src/ckpt/h5_util.h"
@@ -79,9 +86,67 @@ Status write_file_attributes(hid_t file, const Manifest& manifest, uint64_t vers
   return write_attribute(file, "manifest_hash", H5T_STD_U64LE, H5T_NATIVE_UINT64, &manifest_hash);
 }
 
+// The seal: HDF5's user block (bytes the library skips) holds "DCRSEAL1", the file's length and
+// hash64 of everything after the block, so a damaged file is refused before libhdf5 parses it
+// (flipped metadata bytes made libhdf5 read out of bounds).
+constexpr size_t kSealBytes = 512;
+constexpr char kSealMagic[8] = {'D', 'C', 'R', 'S', 'E', 'A', 'L', '1'};
+
+// hash64 of the file's bytes after the seal, and its length, through a read-only mapping.
+Status hash_after_seal(int fd, const std::string& path, uint64_t* length, uint64_t* hash) {
+  struct stat st {};
+  DCR_REQUIRE(::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > kSealBytes, Code::corrupt,
+              "'" + path + "' is too short to hold a sealed HDF5 checkpoint");
+  *length = static_cast<uint64_t>(st.st_size);
+  void* data = ::mmap(nullptr, *length, PROT_READ, MAP_PRIVATE, fd, 0);
+  DCR_REQUIRE(data != MAP_FAILED, Code::io_error, "cannot map '" + path + "': " + std::strerror(errno));
+  *hash = hash64(static_cast<const uint8_t*>(data) + kSealBytes, *length - kSealBytes);
+  ::munmap(data, *length);
+  return Status::ok();
+}
+
+Status write_seal(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  DCR_REQUIRE(fd >= 0, Code::io_error, "cannot reopen '" + path + "' to seal it: " + std::strerror(errno));
+  uint64_t length = 0, hash = 0;
+  Status s = hash_after_seal(fd, path, &length, &hash);
+  uint8_t seal[kSealBytes] = {};
+  std::memcpy(seal, kSealMagic, sizeof kSealMagic);
+  store_le(seal + 8, length, 8);
+  store_le(seal + 16, hash, 8);
+  if (s.is_ok() && ::pwrite(fd, seal, kSealBytes, 0) != static_cast<ssize_t>(kSealBytes)) {
+    s = Status(Code::io_error, "cannot seal '" + path + "': " + std::strerror(errno));
+  }
+  ::close(fd);
+  return s;
+}
+
+// A sealed file must match its seal; a file without one (written by another tool or an older dcr,
+// starting with HDF5's own signature) is read as it is.
+Status check_seal(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  DCR_REQUIRE(fd >= 0, Code::io_error, "cannot open '" + path + "': " + std::strerror(errno));
+  uint8_t seal[kSealBytes] = {};
+  const bool whole = ::pread(fd, seal, kSealBytes, 0) == static_cast<ssize_t>(kSealBytes);
+  Status s;
+  if (whole && std::memcmp(seal, kSealMagic, sizeof kSealMagic) == 0) {
+    uint64_t length = 0, hash = 0;
+    s = hash_after_seal(fd, path, &length, &hash);
+    if (s.is_ok() && (length != get_le(seal + 8, 8) || hash != get_le(seal + 16, 8))) {
+      s = Status(Code::corrupt, "the file does not match its seal (length " + std::to_string(length) + ", sealed " +
+                                    std::to_string(get_le(seal + 8, 8)) + "): it was damaged after it was written");
+    }
+  }
+  ::close(fd);
+  return s;
+}
+
 Status write_file(const std::string& tmp, const Manifest& manifest, const CanonicalBits& bits, uint64_t version,
                   uint64_t base) {
-  H5Id file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  H5Id create(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  DCR_REQUIRE(create.valid() && H5Pset_userblock(create.get(), kSealBytes) >= 0, Code::internal,
+              "cannot make the file creation properties");
+  H5Id file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, create.get(), H5P_DEFAULT), H5Fclose);
   DCR_REQUIRE(file.valid(), Code::io_error, "cannot create '" + tmp + "'");
   DCR_TRY(write_file_attributes(file.get(), manifest, version, base));
   H5Id order(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
@@ -94,7 +159,7 @@ Status write_file(const std::string& tmp, const Manifest& manifest, const Canoni
   }
   DCR_REQUIRE(group.close() && H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0 && file.close(), Code::io_error,
               "cannot flush and close '" + tmp + "'");
-  return Status::ok();
+  return write_seal(tmp);
 }
 
 Status write_checked(const std::string& path, const Manifest& manifest, const CanonicalBits& bits, uint64_t version,
@@ -181,6 +246,7 @@ Status read_tensors(hid_t file, Manifest* manifest, CanonicalBits* bits) {
 
 Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bits, uint64_t* version) {
   DCR_TRY(files::check_regular_file(path, UINT64_MAX, nullptr));
+  DCR_TRY(check_seal(path));
   const QuietHdf5 quiet;
   H5Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   DCR_REQUIRE(file.valid(), Code::corrupt, "cannot open it as an HDF5 file");

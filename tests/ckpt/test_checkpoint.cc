@@ -22,10 +22,12 @@ TEST_F(Checkpoint, ChoosesTheFormatByExtension) {
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     expect_same_tensors(m2, b2, m, b);
   }
-  const std::vector<uint8_t> hdf5_signature = {0x89, 'H', 'D', 'F'};
-  std::vector<uint8_t> head = read_bytes(path("a.h5"));
-  head.resize(4);
-  EXPECT_EQ(head, hdf5_signature);
+  // HDF5's signature follows dcr's 512-byte seal (an HDF5 user block).
+  const std::vector<uint8_t> seal = {'D', 'C', 'R', 'S'}, hdf5_signature = {0x89, 'H', 'D', 'F'};
+  const std::vector<uint8_t> bytes = read_bytes(path("a.h5"));
+  ASSERT_GT(bytes.size(), 516u);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 4), seal);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + 512, bytes.begin() + 516), hdf5_signature);
   uint64_t version = 0;
   ASSERT_TRUE(read_hdf5_checkpoint(path("a.hdf5"), &m, &b, &version).is_ok());
   EXPECT_EQ(version, 3u);

@@ -57,6 +57,10 @@ refused "control character" 20 "$dcr" convert "$work/nul_name.safetensors" "$wor
 refused "a FIFO" 20 "$dcr" convert "$work/fifo.safetensors" "$work/o.h5"
 refused "a directory" 20 "$dcr" convert "$work/a_directory.safetensors" "$work/o.h5"
 refused "a FIFO" 20 "$dcr" convert "$work/fifo.h5" "$work/o.safetensors"
+# An HDF5 checkpoint with flipped metadata bytes (libhdf5 read out of bounds on some): its seal refuses it.
+"$dcr" convert preset:tiny "$work/flipped.h5" >/dev/null
+printf '\xff\xff' | dd of="$work/flipped.h5" bs=1 seek=600 conv=notrunc status=none
+refused "does not match its seal" 20 "$dcr" convert "$work/flipped.h5" "$work/o.safetensors"
 accepted 30 "$dcr" convert "$work/many.safetensors" "$work/many_out.safetensors"
 accepted 30 "$dcr" convert "$work/every_dtype.safetensors" "$work/every_dtype.h5"
 

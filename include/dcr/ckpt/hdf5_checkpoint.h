@@ -9,6 +9,10 @@
 //                    the tensor's bytes), "is_buffer" (uint8).
 //   file attributes  "format" = "dcr-checkpoint-1", "version", "base" and "manifest_hash" (uint64,
 //                    Manifest::hash()).
+//   seal             a 512-byte HDF5 user block (skipped by HDF5 tools): "DCRSEAL1", the file's
+//                    length (u64 LE) and hash64 of every byte after the block (u64 LE), written
+//                    last. A sealed file that does not match is refused before libhdf5 reads it;
+//                    a file without a seal (another writer) is read as it is.
 #pragma once
 
 #include <cstdint>
