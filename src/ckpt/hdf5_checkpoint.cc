@@ -121,15 +121,17 @@ Status write_seal(const std::string& path) {
   return s;
 }
 
-// A sealed file must match its seal; a file without one (written by another tool or an older dcr,
-// starting with HDF5's own signature) is read as it is.
+// The file must carry a seal that matches it. A file without one (written by another tool, or by
+// dcr before seals) is refused too: only its seal keeps damaged metadata away from libhdf5.
 Status check_seal(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   DCR_REQUIRE(fd >= 0, Code::io_error, "cannot open '" + path + "': " + std::strerror(errno));
   uint8_t seal[kSealBytes] = {};
   const bool whole = ::pread(fd, seal, kSealBytes, 0) == static_cast<ssize_t>(kSealBytes);
-  Status s;
+  Status s(Code::corrupt, "the file has no dcr seal (it was not written by this dcr, or its first bytes were "
+                          "damaged); write it again with `dcr convert` from its source");
   if (whole && std::memcmp(seal, kSealMagic, sizeof kSealMagic) == 0) {
+    s = Status::ok();
     uint64_t length = 0, hash = 0;
     s = hash_after_seal(fd, path, &length, &hash);
     if (s.is_ok() && (length != get_le(seal + 8, 8) || hash != get_le(seal + 16, 8))) {

@@ -10,6 +10,7 @@
 
 #include "dcr/codec/byte_io.h"
 #include "dcr/core/hash.h"
+#include "dcr/core/log.h"
 #include "src/core/files.h"
 
 namespace dcr {
@@ -83,12 +84,12 @@ Status Journal::read_all() {
   }
   dropped_bytes_ = bytes.size() - good;
   if (dropped_bytes_ > 0 && read_only_) {
-    std::fprintf(stderr, "dcr journal: '%s' ends in %llu damaged bytes after record %zu (left as they are)\n",
-                 path_.c_str(), static_cast<unsigned long long>(dropped_bytes_), records_.size());
+    DCR_LOG(warn, "journal", "'%s' ends in %llu damaged bytes after record %zu (left as they are)", path_.c_str(),
+            static_cast<unsigned long long>(dropped_bytes_), records_.size());
   } else if (dropped_bytes_ > 0) {  // a torn or damaged tail: cut it so appends follow the last good record
     if (::ftruncate(fd_, static_cast<off_t>(good)) != 0) return io_error("cannot cut the damaged tail of journal", path_);
-    std::fprintf(stderr, "dcr journal: '%s' ended in %llu damaged bytes after record %zu; they were dropped\n",
-                 path_.c_str(), static_cast<unsigned long long>(dropped_bytes_), records_.size());
+    DCR_LOG(warn, "journal", "'%s' ended in %llu damaged bytes after record %zu; they were dropped", path_.c_str(),
+            static_cast<unsigned long long>(dropped_bytes_), records_.size());
   }
   if (::lseek(fd_, static_cast<off_t>(good), SEEK_SET) < 0) return io_error("cannot seek journal", path_);
   return Status::ok();

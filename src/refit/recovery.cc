@@ -152,7 +152,12 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
     DCR_REQUIRE(all_true(vote, world), Code::aborted,
                 "the full sync of version " + std::to_string(version) + " after a restart failed (see the messages above)");
   }
-  DCR_TRY(all_ok(s, t.role == Role::rollout && !restored ? write_snapshot(s) : Status::ok(), "snapshot after the resume"));
+  // A snapshot only makes the next restart cheaper: one that cannot be written is reported, not fatal.
+  const Status snapshot = t.role == Role::rollout && !restored ? write_snapshot(s) : Status::ok();
+  if (!snapshot.is_ok()) {
+    std::fprintf(stderr, "dcr refit: %s: snapshot not written after the resume: %s\n", t.describe().c_str(),
+                 snapshot.to_string().c_str());
+  }
   DCR_REQUIRE(verified(s, s->serving, world), Code::target_mismatch,
               "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
   DCR_TRY(all_ok(s, record_resumed(s, version), "journal after the resume"));

@@ -7,6 +7,7 @@
 
 #include "dcr/codec/decoder.h"
 #include "dcr/core/hash.h"
+#include "fuzz/seed_frames.h"
 
 namespace {
 
@@ -44,3 +45,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try_frame(decoder, fixed.data(), fixed.size());
   return 0;
 }
+
+std::vector<std::vector<uint8_t>> dcr_fuzz_seeds() { return dcr::test::seed_frames(); }

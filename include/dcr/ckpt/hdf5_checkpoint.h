@@ -11,8 +11,8 @@
 //                    Manifest::hash()).
 //   seal             a 512-byte HDF5 user block (skipped by HDF5 tools): "DCRSEAL1", the file's
 //                    length (u64 LE) and hash64 of every byte after the block (u64 LE), written
-//                    last. A sealed file that does not match is refused before libhdf5 reads it;
-//                    a file without a seal (another writer) is read as it is.
+//                    last. A file without a seal, or that does not match it, is refused before
+//                    libhdf5 reads any of it.
 #pragma once
 
 #include <cstdint>
