@@ -23,6 +23,22 @@ Status writable_path(const std::string& path) {
   DCR_REQUIRE(!std::filesystem::is_directory(path), Code::invalid_argument, "cannot write '" + path + "': it is a directory");
   return Status::ok();
 }
+
+// One version's lines of the job's output.
+void print_step(const StepRecord& r) {
+  const double ratio = r.full_bytes ? 100.0 * r.wire_bytes / r.full_bytes : 0;
+  std::printf("v%-3llu %-5s changed %6.3f%%  wire %10.3f MB", static_cast<unsigned long long>(r.version),
+              r.kind.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6);
+  if (r.full_bytes) std::printf(" (%5.2f%% of full)", ratio);
+  std::printf("  %8.4f s", r.seconds);
+  if (r.full_seconds > 0) std::printf("  full %8.4f s  speedup %6.2fx", r.full_seconds, speedup(r));
+  if (r.bcast_seconds > 0) std::printf("  bcast %8.4f s", r.bcast_seconds);
+  std::printf("  %s\n", r.bitexact ? "verified" : (r.committed ? "NOT VERIFIED" : "NOT COMMITTED"));
+  std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
+              r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_refit_command(int argc, char** argv) {
@@ -51,7 +67,13 @@ int run_refit_command(int argc, char** argv) {
     return 2;
   }
   RefitReport report;
-  s = run_refit(config, MPI_COMM_WORLD, &report);
+  RefitObserver observer;
+  observer.note = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  observer.step = print_step;
+  s = run_refit(config, MPI_COMM_WORLD, &report, observer);
   if (rank == 0) {
     if (!s.is_ok()) std::fprintf(stderr, "dcr refit: %s\n", s.to_string().c_str());
     Status out;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace dcr {
 
@@ -25,6 +26,14 @@ const char* level_name(LogLevel level) {
   return "?";
 }
 }  // namespace
+
+bool log_subsystem_enabled(const char* subsystem) {
+  static const std::string mask = [] {
+    const char* env = std::getenv("DCR_LOG_SUBSYS");
+    return env && *env && std::strcmp(env, "all") != 0 ? "," + std::string(env) + "," : std::string();
+  }();
+  return mask.empty() || mask.find("," + std::string(subsystem) + ",") != std::string::npos;
+}
 
 LogLevel log_level() {
   static const LogLevel level = read_level();

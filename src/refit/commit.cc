@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
+#include "dcr/core/log.h"
 #include "dcr/refit/commit.h"
 #include "src/refit/rank_state.h"
 
@@ -20,7 +21,7 @@ Status compact(RankState* s, Versions versions) {
 
 void report(RankState* s, const Status& status, const char* what) {
   if (!status.is_ok()) {
-    std::fprintf(stderr, "dcr refit: %s: %s: %s\n", s->topology.describe().c_str(), what, status.to_string().c_str());
+    DCR_LOG(error, "refit", "%s: %s: %s", s->topology.describe().c_str(), what, status.to_string().c_str());
   }
 }
 

@@ -1,4 +1,5 @@
 #include "dcr/refit/faults.h"
+#include "dcr/core/log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -89,7 +90,7 @@ void maybe_kill(const KillPoint& point, const Topology& topology, Phase phase, u
       ::close(fd);
     }
   }
-  std::fprintf(stderr, "dcr refit: %s: injected kill -9 in phase %s of version %llu\n", topology.describe().c_str(),
+  DCR_LOG(error, "refit", "%s: injected kill -9 in phase %s of version %llu", topology.describe().c_str(),
                phase_name(phase), static_cast<unsigned long long>(version));
   std::fflush(stderr);
   std::raise(SIGKILL);

@@ -1,4 +1,5 @@
 #include "src/refit/rank_state.h"
+#include "dcr/core/log.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -111,7 +112,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
 
 Status all_ok(RankState* s, const Status& mine, const char* what) {
   if (!mine.is_ok()) {
-    std::fprintf(stderr, "dcr refit: %s: %s: %s\n", s->topology.describe().c_str(), what, mine.to_string().c_str());
+    DCR_LOG(error, "refit", "%s: %s: %s", s->topology.describe().c_str(), what, mine.to_string().c_str());
   }
   const uint64_t none = UINT64_MAX;
   const uint64_t first = s->control->all_min(mine.is_ok() ? none : static_cast<uint64_t>(s->topology.world_rank));
@@ -166,7 +167,7 @@ bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, S
       status = rollout_step(s->plan, link, t.index, versions, kind == FrameKind::full, serving, &s->decoder, stats);
       break;
   }
-  if (!status.is_ok()) std::fprintf(stderr, "dcr refit: %s: %s\n", t.describe().c_str(), status.to_string().c_str());
+  if (!status.is_ok()) DCR_LOG(error, "refit", "%s: %s", t.describe().c_str(), status.to_string().c_str());
   return status.is_ok();
 }
 
@@ -183,7 +184,7 @@ bool verified(RankState* s, const Shard& shard, MPI_Comm world) {
   if (s->topology.role == Role::rollout && s->config.verify) {
     std::string difference;
     ok = shard.matches(s->source->bytes(), &difference);
-    if (!ok) std::fprintf(stderr, "dcr refit: %s: %s\n", s->topology.describe().c_str(), difference.c_str());
+    if (!ok) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), difference.c_str());
   }
   return all_true(ok, world);
 }

@@ -17,6 +17,7 @@
 #include "dcr/refit/config.h"
 #include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
+#include "dcr/refit/refit.h"
 #include "dcr/refit/roles.h"
 #include "dcr/layout/shard.h"
 #include "dcr/refit/source.h"
@@ -45,6 +46,7 @@ struct RankState {
   std::unique_ptr<FrameSpool> spool;           // with --spool-dir
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   uint64_t committed = 0;                      // this rank's committed version
+  RefitObserver observer;                      // world rank 0: where progress lines and records go
   MPI_Comm bcast_comm = MPI_COMM_NULL;         // trainer 0 + rollouts
 
   Transport* link() { return limited ? limited.get() : transport.get(); }

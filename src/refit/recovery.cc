@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
+#include "dcr/core/log.h"
 #include "dcr/refit/commit.h"
 #include "src/refit/rank_state.h"
 
@@ -70,13 +71,13 @@ bool restore(RankState* s, uint64_t version) {
   if (st.is_ok()) st = s->serving.restore(manifest, std::move(buffers));
   if (st.is_ok() && snapshot < version) st = catch_up(s, snapshot, version).with_context("catch-up from the spool");
   if (!st.is_ok()) {
-    std::fprintf(stderr, "dcr refit: %s: cannot restore version %llu from snapshot v%llu (%s); taking a full sync\n",
+    DCR_LOG(warn, "recovery", "%s: cannot restore version %llu from snapshot v%llu (%s); taking a full sync",
                  s->topology.describe().c_str(), static_cast<unsigned long long>(version),
                  static_cast<unsigned long long>(snapshot), st.to_string().c_str());
     return false;
   }
   if (snapshot < version) {
-    std::printf("dcr refit: %s: restored snapshot v%llu and caught up to v%llu from the spool\n",
+    DCR_LOG(info, "recovery", "%s: restored snapshot v%llu and caught up to v%llu from the spool",
                 s->topology.describe().c_str(), static_cast<unsigned long long>(snapshot),
                 static_cast<unsigned long long>(version));
   }
@@ -113,8 +114,8 @@ bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
   MPI_Allreduce(mine.data(), expected.data(), t.rollouts, MPI_UINT64_T, MPI_SUM, world);
   if (t.role != Role::rollout || !restored) return restored;
   if (expected[t.index] == 0) return true;
-  std::fprintf(stderr, "dcr refit: %s: the restored state is not the version the trainers rebuilt (box hashes differ); "
-               "discarding it and taking a full sync\n", t.describe().c_str());
+  DCR_LOG(warn, "recovery", "%s: the restored state is not the version the trainers rebuilt (box hashes differ); "
+          "discarding it and taking a full sync", t.describe().c_str());
   return false;
 }
 
@@ -155,16 +156,18 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   // A snapshot only makes the next restart cheaper: one that cannot be written is reported, not fatal.
   const Status snapshot = t.role == Role::rollout && !restored ? write_snapshot(s) : Status::ok();
   if (!snapshot.is_ok()) {
-    std::fprintf(stderr, "dcr refit: %s: snapshot not written after the resume: %s\n", t.describe().c_str(),
+    DCR_LOG(warn, "recovery", "%s: snapshot not written after the resume: %s", t.describe().c_str(),
                  snapshot.to_string().c_str());
   }
   DCR_REQUIRE(verified(s, s->serving, world), Code::target_mismatch,
               "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
   DCR_TRY(all_ok(s, record_resumed(s, version), "journal after the resume"));
   if (t.world_rank == 0) {
-    std::printf("dcr refit: resumed at committed version %llu from '%s' (%d rollout(s) re-synced, the rest restored "
-                "from their snapshots)\n",
-                static_cast<unsigned long long>(version), s->config.state_dir.c_str(), rollouts_missing);
+    char line[512];
+    std::snprintf(line, sizeof line, "dcr refit: resumed at committed version %llu from '%s' (%d rollout(s) re-synced, "
+                  "the rest restored from their snapshots)",
+                  static_cast<unsigned long long>(version), s->config.state_dir.c_str(), rollouts_missing);
+    s->observer.note(line);
   }
   *next_version = version + 1;
   return Status::ok();

@@ -1,4 +1,5 @@
 #include "dcr/refit/refit.h"
+#include "dcr/core/log.h"
 
 #include <chrono>
 #include <cstdio>
@@ -93,7 +94,7 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
 }
 
 void warn_if_failed(const Topology& t, const Status& status, const char* what) {
-  if (!status.is_ok()) std::fprintf(stderr, "dcr refit: %s: %s: %s\n", t.describe().c_str(), what, status.to_string().c_str());
+  if (!status.is_ok()) DCR_LOG(warn, "refit", "%s: %s: %s", t.describe().c_str(), what, status.to_string().c_str());
 }
 
 std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t model_bytes) {
@@ -121,11 +122,13 @@ void report_reads(RankState* s, MPI_Comm world) {
   std::vector<uint64_t> all(t.world_rank == 0 ? 3 * static_cast<size_t>(t.world_size) : 0);
   MPI_Gather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, 0, world);
   if (t.world_rank != 0) return;
-  std::printf("      checkpoint read per trainer (touched / shard MB, peak RSS MB):");
+  std::string line = "      checkpoint read per trainer (touched / shard MB, peak RSS MB):";
   for (int r = 0; r < t.trainers; ++r) {
-    std::printf(" %.2f/%.2f, %.1f;", all[3 * r] / 1e6, all[3 * r + 1] / 1e6, all[3 * r + 2] / 1e6);
+    char one[96];
+    std::snprintf(one, sizeof one, " %.2f/%.2f, %.1f;", all[3 * r] / 1e6, all[3 * r + 1] / 1e6, all[3 * r + 2] / 1e6);
+    line += one;
   }
-  std::printf("\n");
+  s->observer.note(line);
 }
 
 // Rollouts publish their serving buffers as vLLM sharded-state files, then each replica's first
@@ -146,7 +149,7 @@ Status publish_serving(RankState* s, uint64_t version, MPI_Comm world) {
 // Collective: moves every rank with a source to `version`; fails everywhere when one cannot.
 Status seek_everywhere(RankState* s, uint64_t version, MPI_Comm world) {
   const Status st = s->has_model() ? advance_source_to(s, version) : Status::ok();
-  if (!st.is_ok()) std::fprintf(stderr, "dcr refit: %s: %s\n", s->topology.describe().c_str(), st.to_string().c_str());
+  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
   DCR_REQUIRE(all_true(st.is_ok(), world), st.is_ok() ? Code::invalid_argument : st.code(),
               st.is_ok() ? "another rank could not read version " + std::to_string(version) + " (see its message)"
                          : st.message());
@@ -155,8 +158,9 @@ Status seek_everywhere(RankState* s, uint64_t version, MPI_Comm world) {
 
 }  // namespace
 
-Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report) {
+Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report, const RefitObserver& observer) {
   RankState s;
+  s.observer = observer;
   const Status setup = set_up(config, world, &s);
   DCR_REQUIRE(all_true(setup.is_ok(), world), setup.is_ok() ? Code::unavailable : setup.code(),
               setup.is_ok() ? "another rank failed to set up (see its message)" : setup.message());
@@ -164,7 +168,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report)
   report->manifest_hash = s.plan.manifest.hash();
   report->model_bytes = s.plan.manifest.total_bytes();
   report->summary = describe_job(config, s, report->model_bytes);
-  if (t.world_rank == 0) std::printf("dcr refit: %s\n", report->summary.c_str());
+  if (t.world_rank == 0) s.observer.note("dcr refit: " + report->summary);
 
   uint64_t first = 0;
   DCR_TRY(recover(&s, world, &first));
@@ -174,7 +178,9 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report)
     if (!exists) break;
     DCR_TRY(seek_everywhere(&s, version, world));
     if (config.from_checkpoints() && t.world_rank == 0) {
-      std::printf("v%-3llu from %s\n", static_cast<unsigned long long>(version), s.source->describe(version).c_str());
+      char line[64];
+      std::snprintf(line, sizeof line, "v%-3llu from ", static_cast<unsigned long long>(version));
+      s.observer.note(line + s.source->describe(version));
     }
     StepRecord r = refit_once(&s, version == 0 ? FrameKind::full : FrameKind::delta, version, world);
     if (r.committed && version > 0 && config.compare_full) {
@@ -184,7 +190,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report)
     }
     if (r.committed && version > 0 && config.compare_bcast) r.bcast_seconds = time_bcast(&s, world);
     if (t.world_rank == 0) {
-      print_step(r);
+      s.observer.step(r);
       report->steps.push_back(r);
     }
     if (config.from_checkpoints()) report_reads(&s, world);

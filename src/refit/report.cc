@@ -1,5 +1,4 @@
-// The per-step line, JSON and CSV records of `dcr refit`.
-#include <cstdio>
+// The JSON and CSV records of `dcr refit`.
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -8,23 +7,7 @@
 
 namespace dcr {
 
-namespace {
 double speedup(const StepRecord& r) { return r.seconds > 0 && r.full_seconds > 0 ? r.full_seconds / r.seconds : 0; }
-}  // namespace
-
-void print_step(const StepRecord& r) {
-  const double ratio = r.full_bytes ? 100.0 * r.wire_bytes / r.full_bytes : 0;
-  std::printf("v%-3llu %-5s changed %6.3f%%  wire %10.3f MB", static_cast<unsigned long long>(r.version),
-              r.kind.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6);
-  if (r.full_bytes) std::printf(" (%5.2f%% of full)", ratio);
-  std::printf("  %8.4f s", r.seconds);
-  if (r.full_seconds > 0) std::printf("  full %8.4f s  speedup %6.2fx", r.full_seconds, speedup(r));
-  if (r.bcast_seconds > 0) std::printf("  bcast %8.4f s", r.bcast_seconds);
-  std::printf("  %s\n", r.bitexact ? "verified" : (r.committed ? "NOT VERIFIED" : "NOT COMMITTED"));
-  std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
-              r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
-  std::fflush(stdout);
-}
 
 Status write_refit_json(const RefitReport& report, const std::string& path) {
   nlohmann::json steps = nlohmann::json::array();

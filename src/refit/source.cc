@@ -1,4 +1,5 @@
 #include "dcr/refit/source.h"
+#include "dcr/core/log.h"
 
 #include <chrono>
 #include <filesystem>
@@ -81,8 +82,7 @@ std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
     dirs = complete_in(config.watch);
     if (dirs.size() > need || std::filesystem::exists(config.watch + "/STOP")) return dirs;
     if (std::chrono::duration<double>(Clock::now() - start).count() > config.watch_timeout_s) return dirs;
-    if (!said) std::printf("dcr refit: waiting for checkpoint %zu in '%s'\n", need + 1, config.watch.c_str());
-    std::fflush(stdout);
+    if (!said) DCR_LOG(info, "refit", "waiting for checkpoint %zu in '%s'", need + 1, config.watch.c_str());
     said = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

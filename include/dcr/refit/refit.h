@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,18 @@ struct RefitReport {
   std::vector<StepRecord> steps;
 };
 
-// Runs the job on `world` (collective). Rank 0 fills `report`. Fails if any step did not commit.
-Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report);
+// What the job tells its caller as it goes, on world rank 0 (the library itself prints nothing;
+// diagnostics go through DCR_LOG): lines of progress (the job, resumes, bytes read) and each
+// version's record.
+struct RefitObserver {
+  std::function<void(const std::string&)> note = [](const std::string&) {};
+  std::function<void(const StepRecord&)> step = [](const StepRecord&) {};
+};
 
-void print_step(const StepRecord& r);
+// Runs the job on `world` (collective). Rank 0 fills `report`. Fails if any step did not commit.
+Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report, const RefitObserver& observer = {});
+
+double speedup(const StepRecord& r);  // full_seconds / seconds (0 without a full refit)
 Status write_refit_json(const RefitReport& report, const std::string& path);
 Status write_refit_csv(const RefitReport& report, const std::string& path);
 
