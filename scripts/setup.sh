@@ -14,6 +14,7 @@ packages=(
   libgtest-dev                        # GoogleTest
   nlohmann-json3-dev                  # JSON records and tfjs manifests
   python3-numpy                       # HF checkpoint generator and the vLLM-layout reference (tests)
+  python3-xxhash                      # forging re-hashed spool manifests (tests/fault/untrusted_state.sh)
   clang libclang-rt-14-dev            # libFuzzer for the decoder fuzz target
   gnuplot-nox                         # benchmark plots (perf/report.sh)
 )
