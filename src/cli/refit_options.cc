@@ -78,7 +78,8 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "shared directory where trainers publish every committed delta; a restarted rollout whose snapshot is "
        "older catches up from it instead of taking a full sync")
       ("catchup-max", po::value(&c->catchup_max)->default_value(c->catchup_max),
-       "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync")
+       "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync. "
+       "The spool keeps this many newest versions (trainer 0 prunes the rest after each publish)")
       ("fault", po::value(&c->fault), "test only: wrong-base@VERSION or corrupt@VERSION")
       ("fail-at", po::value(&c->fail_at),
        "test only: ROLE:INDEX:PHASE:VERSION kills that rank (kill -9) in phase encode|stream|apply|commit");

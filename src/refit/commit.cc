@@ -1,4 +1,5 @@
 // The joint commit and what each rank makes durable around it.
+#include <algorithm>
 #include <cstdio>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
@@ -48,6 +49,9 @@ Status publish_to_spool(RankState* s, Versions versions) {
   for (const SharedBytes& frame : s->sent) DCR_TRY(publisher.add(*frame));
   DCR_TRY(publisher.finish());
   s->sent.clear();
+  // The spool serves catch-up chains of at most --catchup-max deltas: older versions only grow it.
+  // One writer prunes (versions still being published by the others are newer, and stay).
+  if (s->topology.index == 0) DCR_TRY(s->spool->prune(static_cast<size_t>(std::max(1, s->config.catchup_max))));
   return Status::ok();
 }
 

@@ -3,7 +3,7 @@
 # the SAME command again. The second run must resume and finish with every version committed and
 # verified byte for byte (dcr refit exits non-zero otherwise), and `dcr state` must find every rank
 # on the same committed version. Prints the matrix and its pass count; exits non-zero on any failure.
-# Usage: fault_matrix.sh DCR_BINARY [CASE...]   (CASE = ROLE:INDEX:PHASE:VERSION)
+# Usage: [TRANSPORT=ucx|mpi] fault_matrix.sh DCR_BINARY [CASE...]   (CASE = ROLE:INDEX:PHASE:VERSION)
 set -uo pipefail
 dcr=$1
 shift
@@ -20,7 +20,7 @@ results=()
 for case in "${cases[@]}"; do
   state="$work/${case//:/-}"
   cmd=(mpirun --oversubscribe -np 5 "$dcr" refit --model tiny --trainers 2 --relays 1 --rollout-tp 2 --steps 4
-       --transport mpi --compare-full false --compare-bcast false --timeout 30 --snapshot-every 2
+       --transport "${TRANSPORT:-mpi}" --compare-full false --compare-bcast false --timeout 30 --snapshot-every 2
        --state-dir "$state" --spool-dir "$state/spool" --fail-at "$case")
   verdict="FAIL"
   if timeout 120 "${cmd[@]}" >"$state.run1.log" 2>&1; then

@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kSendsTimeout = 10.0;  // at shutdown, for this rank's sends and endpoint flushes
 constexpr double kRanksTimeout = 60.0;  // at shutdown, for the other ranks to get there
+constexpr double kTakeTimeoutS = 120.0;  // for the data of a message already matched to arrive
 constexpr ucp_tag_t kSenderBits = 0xffffffffull;
 constexpr ucp_tag_t kChannelBits = kSenderBits << 32;
 
@@ -216,7 +217,8 @@ class UcxTransport : public Transport {
     return Status::ok();
   }
 
-  // Receives the probed message `handle` into out->bytes, progressing until the data is in.
+  // Receives the probed message `handle` into out->bytes, progressing until the data is in or
+  // kTakeTimeoutS pass.
   Status take(ucp_tag_message_h handle, Message* out) {
     static uint8_t empty = 0;
     void* buffer = out->bytes.empty() ? &empty : out->bytes.data();
@@ -227,7 +229,15 @@ class UcxTransport : public Transport {
     param.user_data = &state;
     ucs_status_ptr_t request = ucp_tag_msg_recv_nbx(worker_, buffer, out->bytes.size(), handle, &param);
     if (UCS_PTR_IS_PTR(request)) {
-      while (!state.done) ucp_worker_progress(worker_);
+      // The message is matched, but its data may still be in flight (rendezvous): a sender that died
+      // midway must not hold this rank for ever.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kTakeTimeoutS);
+      while (!state.done && std::chrono::steady_clock::now() < deadline) ucp_worker_progress(worker_);
+      if (!state.done) {
+        ucp_request_cancel(worker_, request);
+        while (!state.done) ucp_worker_progress(worker_);  // the cancellation completes the request
+        state.status = UCS_ERR_TIMED_OUT;
+      }
       ucp_request_free(request);
     } else {
       state.status = UCS_PTR_STATUS(request);
