@@ -15,6 +15,7 @@
 #include <set>
 
 #include "dcr/ckpt/safetensors.h"
+#include "src/core/files.h"
 
 namespace dcr {
 
@@ -32,6 +33,7 @@ bool exists(const std::string& path) {
 }
 
 Status read_json_file(const std::string& path, json* out) {
+  DCR_TRY(files::check_regular_file(path, 100'000'000, nullptr));  // config.json and the index are small
   std::ifstream in(path);
   DCR_REQUIRE(in.is_open(), Code::not_found, "'" + path + "' does not exist or cannot be read");
   try {
