@@ -1,6 +1,5 @@
 // The joint commit and what each rank makes durable around it.
 #include <algorithm>
-#include <cstdio>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
 #include "dcr/core/log.h"

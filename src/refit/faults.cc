@@ -1,13 +1,13 @@
 #include "dcr/refit/faults.h"
-#include "dcr/core/log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdio>
 #include <sstream>
 #include <vector>
+
+#include "dcr/core/log.h"
 
 namespace dcr {
 

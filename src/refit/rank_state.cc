@@ -1,10 +1,9 @@
 #include "src/refit/rank_state.h"
-#include "dcr/core/log.h"
 
-#include <cstdio>
 #include <filesystem>
 
 #include "dcr/ckpt/checkpoint.h"
+#include "dcr/core/log.h"
 #include "dcr/transport/rate_limit.h"
 
 namespace dcr {

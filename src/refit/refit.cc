@@ -1,10 +1,10 @@
 #include "dcr/refit/refit.h"
-#include "dcr/core/log.h"
 
 #include <chrono>
 #include <cstdio>
 
 #include "dcr/ckpt/serving_files.h"
+#include "dcr/core/log.h"
 #include "src/refit/rank_state.h"
 
 namespace dcr {

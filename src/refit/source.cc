@@ -1,10 +1,11 @@
 #include "dcr/refit/source.h"
-#include "dcr/core/log.h"
 
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <thread>
+
+#include "dcr/core/log.h"
 
 namespace dcr {
 
