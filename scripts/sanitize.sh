@@ -9,7 +9,6 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
 cmake --build build-fuzz -j"$(nproc)" --target dcr_cli
 # Open MPI and UCX keep allocations until exit: leak reports from them are not ours.
 export ASAN_OPTIONS=detect_leaks=0:exitcode=99:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:exitcode=99
-export DCR_LOG_LEVEL=error
 tests/hostile/hostile_inputs.sh build-fuzz/dcr
 tests/fault/damaged_journals.sh build-fuzz/dcr
 tests/fault/untrusted_state.sh build-fuzz/dcr
