@@ -15,6 +15,7 @@
 #include <set>
 
 #include "dcr/ckpt/safetensors.h"
+#include "src/ckpt/tensor_size.h"
 #include "src/core/files.h"
 
 namespace dcr {
@@ -88,9 +89,6 @@ HfCheckpoint::~HfCheckpoint() {
 
 Status HfCheckpoint::map_file(const std::string& name, size_t* index) {
   const std::string path = dir_ + "/" + name;
-  for (size_t i = 0; i < mappings_.size(); ++i) {
-    if (mappings_[i].path == path) return *index = i, Status::ok();
-  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   DCR_REQUIRE(fd >= 0, errno == ENOENT ? Code::not_found : Code::io_error,
               "cannot open '" + path + "': " + std::strerror(errno));
@@ -208,12 +206,7 @@ std::string manifest_difference(const Manifest& before, const Manifest& after) {
     const TensorDesc& o = *it->second;
     if (o.dtype != t.dtype) return "tensor '" + t.name + "' changed dtype from " + dtype_name(o.dtype) + " to " + dtype_name(t.dtype);
     if (o.shape != t.shape) {
-      auto text = [](const std::vector<int64_t>& s) {
-        std::string out = "[";
-        for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-        return out + "]";
-      };
-      return "tensor '" + t.name + "' changed shape from " + text(o.shape) + " to " + text(t.shape);
+      return "tensor '" + t.name + "' changed shape from " + shape_text(o.shape) + " to " + shape_text(t.shape);
     }
     old.erase(it);
   }

@@ -39,7 +39,7 @@ class HfCheckpoint {
     uint64_t size = 0;
   };
   HfCheckpoint() = default;
-  Status map_file(const std::string& name, size_t* index);
+  Status map_file(const std::string& name, size_t* index);  // maps a file once (names come from a set)
 
   std::string dir_;
   nlohmann::json config_;
