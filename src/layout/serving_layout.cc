@@ -24,13 +24,6 @@ struct RankPlace {
 
 bool is_expert(SplitKind k) { return k == SplitKind::expert_column || k == SplitKind::expert_row; }
 
-// The experts [first, first + count) that expert group g of ep holds (vLLM's linear placement).
-void local_experts(int64_t experts, int ep, int g, int64_t* first, int64_t* count) {
-  const int64_t base = experts / ep, extra = experts % ep;
-  *first = g * base + std::min<int64_t>(g, extra);
-  *count = base + (g < extra ? 1 : 0);
-}
-
 // Serving buffers in order of their first tensor.
 std::vector<BufferPlan> plan_buffers(const Manifest& m, const ServingLayout& layout) {
   std::vector<BufferPlan> plans;
@@ -86,7 +79,7 @@ Status add_buffer(const Manifest& m, const ServingLayout& layout, const RankPlac
                   Holdings* h) {
   const ModelRules& rules = *layout.rules;
   int64_t first = 0, count = 1;
-  if (is_expert(b.kind)) local_experts(rules.dims.experts, at.ep, at.ep_rank, &first, &count);
+  if (is_expert(b.kind)) expert_range(rules.dims.experts, at.ep, at.ep_rank, &first, &count);
   DCR_REQUIRE(count > 0, Code::invalid_argument,
               "serving buffer '" + b.name + "': ep " + std::to_string(at.ep) + " is larger than the " +
                   std::to_string(rules.dims.experts) + " experts");

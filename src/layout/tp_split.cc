@@ -1,5 +1,7 @@
 #include "dcr/layout/tp_split.h"
 
+#include <algorithm>
+
 namespace dcr {
 
 namespace {
@@ -42,6 +44,12 @@ Status head_band(const Manifest& m, const ModelRules& rules, uint32_t id, int tp
 }
 
 }  // namespace
+
+void expert_range(int64_t experts, int ep, int g, int64_t* first, int64_t* count) {
+  const int64_t base = experts / ep, extra = experts % ep;
+  *first = g * base + std::min<int64_t>(g, extra);
+  *count = base + (g < extra ? 1 : 0);
+}
 
 Box output_band(const Manifest& manifest, uint32_t id, uint64_t start, uint64_t count) {
   const TensorDesc& t = manifest.tensors[id];

@@ -35,11 +35,13 @@ struct Sharding {
 
 bool is_expert(SplitKind k) { return k == SplitKind::expert_column || k == SplitKind::expert_row; }
 
-// Expert e's group under ep groups (the linear placement of serving_layout.h).
-int64_t expert_group(int64_t e, int64_t experts, int ep) {
-  const int64_t base = experts / ep, extra = experts % ep;
-  const int64_t split = extra * (base + 1);
-  return e < split ? e / (base + 1) : extra + (e - split) / std::max<int64_t>(base, 1);
+// The expert group that holds expert e (expert_range's placement).
+int expert_group(int64_t e, int64_t experts, int ep) {
+  for (int g = 0;; ++g) {
+    int64_t first = 0, count = 0;
+    expert_range(experts, ep, g, &first, &count);
+    if (e < first + count || g == ep - 1) return g;
+  }
 }
 
 Status sharding_of(const Manifest& m, const TrainingLayout& l, uint32_t id, int rank, Sharding* s) {

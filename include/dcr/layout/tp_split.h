@@ -24,6 +24,10 @@ Status equal_band(const Manifest& manifest, uint32_t id, bool outputs, int parts
 Status vocab_band(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, Box* out,
                   uint64_t* band_rows);
 
+// vLLM's linear expert placement: expert group g of `ep` holds experts [*first, *first + *count):
+// E / ep each, one more for the first E % ep groups.
+void expert_range(int64_t experts, int ep, int g, int64_t* first, int64_t* count);
+
 // The part of tensor `id` a training rank of a `tp`-wide group holds (experts: see training_layout.h);
 // heads and vocabulary are cut in equal bands (vocabulary padded as above).
 Status training_part(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, Box* out);
