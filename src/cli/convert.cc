@@ -3,14 +3,13 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
-#include <iostream>
-#include <stdexcept>
 #include <string>
 
 #include "dcr/ckpt/checkpoint.h"
 #include "dcr/model/change_model.h"
 #include "dcr/model/presets.h"
 #include "src/cli/commands.h"
+#include "src/cli/program_options.h"
 
 namespace po = boost::program_options;
 
@@ -40,26 +39,8 @@ int run_convert(int argc, char** argv) {
   desc.add_options()
       ("help,h", "show this help")
       ("version", po::value(&version)->default_value(version), "version recorded in an HDF5 output (base is 0)");
-  po::options_description files;
-  files.add_options()("in", po::value(&in), "input")("out", po::value(&out), "output");
-  po::options_description all;
-  all.add(desc).add(files);
-  po::positional_options_description positions;
-  positions.add("in", 1).add("out", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positions).run(), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
-    if (in.empty() || out.empty()) throw std::invalid_argument("expects IN and OUT");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dcr convert: %s\n\n", e.what());
-    std::cerr << desc << "\n";
-    return 2;
-  }
+  int exit_code = 0;
+  if (!parse_in_out(argc, argv, desc, "convert", "IN and OUT", &in, &out, &exit_code)) return exit_code;
   const Status s = in.rfind("preset:", 0) == 0 ? write_preset(in.substr(7), out, version)
                                                 : convert_checkpoint(in, out, version);
   if (!s.is_ok()) {

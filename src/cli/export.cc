@@ -4,12 +4,11 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
-#include <iostream>
-#include <stdexcept>
 #include <string>
 
 #include "dcr/ckpt/serving_files.h"
 #include "src/cli/commands.h"
+#include "src/cli/program_options.h"
 
 namespace po = boost::program_options;
 
@@ -29,27 +28,9 @@ int run_export(int argc, char** argv) {
       ("rollout-tp", po::value(&tp)->default_value(tp), "serving tensor-parallel degree")
       ("rollout-ep", po::value(&ep)->default_value(ep), "serving expert-parallel degree (divides --rollout-tp)")
       ("model-family", po::value(&family), "family name or JSON path (default: from config.json)");
-  po::options_description files;
-  files.add_options()("in", po::value(&in), "checkpoint")("out", po::value(&out), "output directory");
-  po::options_description all;
-  all.add(desc).add(files);
-  po::positional_options_description positions;
-  positions.add("in", 1).add("out", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positions).run(), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
-    if (in.empty() || out.empty()) throw std::invalid_argument("expects CHECKPOINT and DIR");
-    if (tp < 1 || ep < 1 || tp % ep != 0) throw std::invalid_argument("--rollout-ep must divide --rollout-tp (both >= 1)");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dcr export: %s\n\n", e.what());
-    std::cerr << desc << "\n";
-    return 2;
-  }
+  int exit_code = 0;
+  if (!parse_in_out(argc, argv, desc, "export", "CHECKPOINT and DIR", &in, &out, &exit_code)) return exit_code;
+  if (tp < 1 || ep < 1 || tp % ep != 0) return usage_error("export", "--rollout-ep must divide --rollout-tp (both >= 1)", desc);
   const Status s = export_serving_shards(in, out, tp, ep, family);
   if (!s.is_ok()) {
     std::fprintf(stderr, "dcr export: %s\n", s.to_string().c_str());

@@ -2,7 +2,9 @@
 
 #include "src/core/files.h"
 
+#include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 namespace dcr {
@@ -24,6 +26,40 @@ Status parse_program_options(int argc, char** argv, const po::options_descriptio
     return Status(Code::invalid_argument, e.what());
   }
   return Status::ok();
+}
+
+int usage_error(const std::string& command, const std::string& message, const po::options_description& desc) {
+  std::fprintf(stderr, "dcr %s: %s\n\n", command.c_str(), message.c_str());
+  std::cerr << desc << "\n";
+  return 2;
+}
+
+bool parse_in_out(int argc, char** argv, const po::options_description& desc, const std::string& command,
+                  const std::string& paths, std::string* in, std::string* out, int* exit_code) {
+  po::options_description files;
+  files.add_options()("in", po::value(in), "input")("out", po::value(out), "output");
+  po::options_description all;
+  all.add(desc).add(files);
+  po::positional_options_description positions;
+  positions.add("in", 1).add("out", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positions).run(), vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      *exit_code = 0;
+      return false;
+    }
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    *exit_code = usage_error(command, e.what(), desc);
+    return false;
+  }
+  if (in->empty() || out->empty()) {
+    *exit_code = usage_error(command, "expects " + paths, desc);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace dcr

@@ -13,4 +13,15 @@ namespace dcr {
 Status parse_program_options(int argc, char** argv, const boost::program_options::options_description& desc,
                              boost::program_options::variables_map* vm);
 
+// For `dcr <command> IN OUT [options]`: parses `desc` and the two positional paths. Returns true to
+// go on; false with *exit_code 0 after printing --help, or 2 after printing `usage_error` (or the
+// parser's message, or "expects IN and OUT" in the words of `paths`) and the help.
+bool parse_in_out(int argc, char** argv, const boost::program_options::options_description& desc,
+                  const std::string& command, const std::string& paths, std::string* in, std::string* out,
+                  int* exit_code);
+
+// Prints "dcr <command>: <message>" and the help to stderr; returns 2 (bad usage).
+int usage_error(const std::string& command, const std::string& message,
+                const boost::program_options::options_description& desc);
+
 }  // namespace dcr
