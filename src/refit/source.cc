@@ -79,7 +79,7 @@ std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
   }
   const auto start = Clock::now();
   bool said = false;
-  while (true) {
+  while (std::filesystem::is_directory(config.watch)) {  // a missing directory is reported at once
     dirs = complete_in(config.watch);
     if (dirs.size() > need || std::filesystem::exists(config.watch + "/STOP")) return dirs;
     if (std::chrono::duration<double>(Clock::now() - start).count() > config.watch_timeout_s) return dirs;
@@ -87,6 +87,7 @@ std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
     said = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  return dirs;
 }
 
 class CheckpointSource : public VersionSource {
@@ -152,7 +153,8 @@ Status first_checkpoint(const RefitConfig& config, MPI_Comm world, std::string* 
   DCR_TRY(share_list(&dirs, world));
   DCR_REQUIRE(!dirs.empty(), Code::not_found,
               config.checkpoints.empty()
-                  ? "no complete checkpoint appeared in '" + config.watch + "' within --watch-timeout"
+                  ? "no complete checkpoint appeared in '" + config.watch + "' within --watch-timeout (" +
+                        (std::filesystem::is_directory(config.watch) ? "is the trainer writing there?" : "no such directory") + ")"
                   : "no checkpoint directory matches '" + config.checkpoints + "'");
   *dir = dirs[0];
   return Status::ok();

@@ -72,6 +72,7 @@ refused "--fault" 30 "${refit[@]}" --fault corrupt@-1
 refused "--rates: '0x10' is not a number" 30 "${refit[@]}" --rates 0x10
 refused "frames" 60 "${refit[@]}" --frame-elements 1
 refused "--window must be at least 1" 30 "${refit[@]}" --window 0
+refused "no such directory" 30 "${refit[@]}" --watch "$work/no_such_dir"
 refused "does not exist or is not writable" 30 "${refit[@]}" --json "$work/no/such/dir/r.json"
 
 # One rank failing while setting up stops every rank, with its message.
