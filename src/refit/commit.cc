@@ -48,9 +48,11 @@ Status publish_to_spool(RankState* s, Versions versions) {
   for (const SharedBytes& frame : s->sent) DCR_TRY(publisher.add(*frame));
   DCR_TRY(publisher.finish());
   s->sent.clear();
-  // The spool serves catch-up chains of at most --catchup-max deltas: older versions only grow it.
-  // One writer prunes (versions still being published by the others are newer, and stay).
-  if (s->topology.index == 0) DCR_TRY(s->spool->prune(static_cast<size_t>(std::max(1, s->config.catchup_max))));
+  // The spool serves catch-up chains of at most --catchup-max deltas ending at the newest committed
+  // version: older versions only grow it. One writer prunes, counting `target` as kept even while
+  // the other writers are still publishing their part of it.
+  const uint64_t keep = static_cast<uint64_t>(std::max(1, s->config.catchup_max));
+  if (s->topology.index == 0 && versions.target >= keep) DCR_TRY(s->spool->prune_before(versions.target + 1 - keep));
   return Status::ok();
 }
 

@@ -271,7 +271,12 @@ Status FrameSpool::prune(size_t keep_last) const {
   for (uint64_t target : targets)
     if (complete(target)) complete_targets.push_back(target);
   if (complete_targets.empty()) return Status::ok();
-  const uint64_t oldest_kept = complete_targets[complete_targets.size() - std::min(keep_last, complete_targets.size())];
+  return prune_before(complete_targets[complete_targets.size() - std::min(keep_last, complete_targets.size())]);
+}
+
+Status FrameSpool::prune_before(uint64_t oldest_kept) const {
+  std::vector<uint64_t> targets;
+  DCR_TRY(version_dirs(&targets));
   for (uint64_t target : targets)
     if (target < oldest_kept) DCR_TRY(remove_version(target));
   return Status::ok();

@@ -79,7 +79,9 @@ TEST_F(Hdf5Checkpoint, StoredTypesFollowTheDtype) {
     EXPECT_EQ(H5Tget_class(type), expected[i].type_class) << link;
     EXPECT_EQ(H5Tget_size(type), expected[i].size) << link;
     EXPECT_EQ(H5Tget_order(type), H5T_ORDER_LE) << link;
-    if (expected[i].type_class == H5T_INTEGER) EXPECT_EQ(H5Tget_sign(type), expected[i].sign) << link;
+    if (expected[i].type_class == H5T_INTEGER) {
+      EXPECT_EQ(H5Tget_sign(type), expected[i].sign) << link;
+    }
     const hid_t space = H5Dget_space(d);
     std::vector<hsize_t> dims(static_cast<size_t>(H5Sget_simple_extent_ndims(space)));
     H5Sget_simple_extent_dims(space, dims.data(), nullptr);

@@ -298,4 +298,22 @@ TEST_F(FrameSpoolTest, PruneKeepsTheNewestVersions) {
 }
 
 }  // namespace
+TEST_F(FrameSpoolTest, PruneBeforeCountsAVersionStillBeingPublished) {
+  // Writer 0 has published v3, writer 1 not yet: pruning to two versions must still drop v1.
+  FrameSpool spool(dir_, 2);
+  auto publish_part = [&](uint64_t v, uint32_t writer) {
+    ASSERT_TRUE(spool.publish(v - 1, v, writer, delta_frames(v - 1, v, 1, writer)).is_ok());
+  };
+  for (uint64_t v : {1, 2}) publish_part(v, 0), publish_part(v, 1);
+  publish_part(3, 0);
+  ASSERT_TRUE(spool.prune_before(2).is_ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/v1"));
+  EXPECT_TRUE(spool.complete(2));
+  EXPECT_TRUE(fs::exists(dir_ + "/v3/w0.MANIFEST"));
+  publish_part(3, 1);
+  std::vector<VersionEntry> chain;
+  ASSERT_TRUE(spool.chain(1, 3, &chain).is_ok());
+  EXPECT_EQ(chain.size(), 2u);
+}
+
 }  // namespace dcr

@@ -100,6 +100,10 @@ class FrameSpool {
   // so that each disappears at once for readers) and abandoned incomplete ones older than those
   // kept. Newer incomplete versions (publications in progress) stay.
   Status prune(size_t keep_last) const;
+  // Removes every version (complete or not) whose target is below `oldest_kept`. A writer that knows
+  // the newest committed version uses this, so that another writer still publishing it does not
+  // make one version too many stay.
+  Status prune_before(uint64_t oldest_kept) const;
 
  private:
   struct Manifests;
