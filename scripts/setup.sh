@@ -15,6 +15,8 @@ packages=(
   nlohmann-json3-dev                  # JSON records and tfjs manifests
   python3-numpy                       # HF checkpoint generator and the vLLM-layout reference (tests)
   python3-xxhash                      # forging re-hashed spool manifests (tests/fault/untrusted_state.sh)
+  python3-mpi4py                      # the Python binding's communicators (examples/, tests)
+  python3-torch                       # the live PyTorch demo (examples/torch_refit), CPU build
   clang libclang-rt-14-dev            # libFuzzer for the decoder fuzz target
   gnuplot-nox                         # benchmark plots (perf/report.sh)
 )

@@ -13,7 +13,9 @@ std::string serving_file_name(int tp_rank) { return "model-rank-" + std::to_stri
 
 Status write_serving_shard(const std::string& dir, int tp_rank, const Shard& shard) {
   DCR_TRY(files::make_dirs(dir));
-  return write_safetensors(dir + "/" + serving_file_name(tp_rank), shard.shaped_manifest(), shard.buffers());
+  return shard.with_buffers([&](const CanonicalBits& buffers) {
+    return write_safetensors(dir + "/" + serving_file_name(tp_rank), shard.shaped_manifest(), buffers);
+  });
 }
 
 Status write_serving_version(const std::string& dir, uint64_t version, uint64_t manifest_hash) {

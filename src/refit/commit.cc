@@ -33,7 +33,7 @@ bool joint_commit(RankState* s, bool vote, Versions versions, MPI_Comm world) {
   party.journal = s->journal.get();
   party.durable_vote = s->topology.role == Role::rollout;
   party.manifest_hash = s->plan.manifest.hash();
-  party.before_decision = [s, versions] { maybe_kill(s->kill, s->topology, Phase::commit, versions.target); };
+  party.before_decision = [s, versions] { return fault_point(s->kill, s->topology, Phase::commit, versions.target); };
   party.report = [s](const Status& st, const char* what) { report(s, st, what); };
   if (!joint_decision(party, vote, versions)) return false;
   report(s, compact(s, versions), "journal compaction");
@@ -61,8 +61,9 @@ Status write_snapshot(RankState* s) {
       s->committed % s->config.snapshot_every != 0) {
     return Status::ok();
   }
-  DCR_TRY(write_hdf5_checkpoint(s->snapshot_path(), s->serving.buffer_manifest(), s->serving.buffers(), s->committed,
-                                s->committed));
+  DCR_TRY(s->serving.with_buffers([s](const CanonicalBits& buffers) {
+    return write_hdf5_checkpoint(s->snapshot_path(), s->serving.buffer_manifest(), buffers, s->committed, s->committed);
+  }));
   return s->journal->append({JournalRecord::snapshot, s->committed, 0, 0}, true);
 }
 

@@ -17,7 +17,7 @@ bool recorded(const CommitParty& p, const Status& st, const char* what) {
 
 bool joint_decision(const CommitParty& p, bool vote, Versions versions) {
   if (vote && p.durable_vote) vote = recorded(p, record(p, {JournalRecord::voted, versions.target, 0, 0}), "journal");
-  if (p.before_decision) p.before_decision();
+  if (p.before_decision) vote = recorded(p, p.before_decision(), "commit") && vote;
   const JournalRecord committed{JournalRecord::committed, versions.target, versions.base, p.manifest_hash};
   const bool all_yes = p.control->all_true(vote);
   bool decision = false;

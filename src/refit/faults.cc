@@ -77,13 +77,18 @@ Status parse_kill_point(const std::string& text, const std::string& state_dir, K
   return Status::ok();
 }
 
-void maybe_kill(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version) {
-  if (!point.armed || point.role != topology.role || point.index != topology.index || point.phase != phase ||
-      point.version != version) {
-    return;
+Status fault_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version) {
+  if (!point.armed || point.fired || point.role != topology.role || point.index != topology.index ||
+      point.phase != phase || point.version != version) {
+    return Status::ok();
+  }
+  if (point.fail) {
+    point.fired = true;
+    return Status(Code::aborted, topology.describe() + ": injected failure in phase " + phase_name(phase) +
+                                     " of version " + std::to_string(version));
   }
   if (!point.marker.empty()) {
-    if (::access(point.marker.c_str(), F_OK) == 0) return;  // fired in an earlier run
+    if (::access(point.marker.c_str(), F_OK) == 0) return Status::ok();  // fired in an earlier run
     const int fd = ::open(point.marker.c_str(), O_WRONLY | O_CREAT, 0644);
     if (fd >= 0) {
       ::fsync(fd);
@@ -94,6 +99,7 @@ void maybe_kill(const KillPoint& point, const Topology& topology, Phase phase, u
                phase_name(phase), static_cast<unsigned long long>(version));
   std::fflush(stderr);
   std::raise(SIGKILL);
+  return Status::ok();
 }
 
 }  // namespace dcr

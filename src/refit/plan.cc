@@ -43,7 +43,7 @@ uint64_t RefitPlan::frames_for_relay(const Topology& t, int r) const {
 }
 
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
-  if (!config.has_checkpoint()) DCR_TRY(make_preset(config.model, &plan->manifest));
+  if (plan->manifest.tensors.empty()) DCR_TRY(make_preset(config.model, &plan->manifest));
   DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->manifest, &plan->rules));
   constexpr uint64_t kMaxFrames = uint64_t{1} << 20;
   const uint64_t at_least = plan->manifest.total_elements() / config.frame_elements;

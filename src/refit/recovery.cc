@@ -68,7 +68,7 @@ bool restore(RankState* s, uint64_t version) {
   uint64_t stored = 0;
   Status st = read_hdf5_checkpoint(s->snapshot_path(), &manifest, &buffers, &stored);
   if (st.is_ok() && stored != snapshot) st = Status(Code::corrupt, "snapshot holds version " + std::to_string(stored));
-  if (st.is_ok()) st = s->serving.restore(manifest, std::move(buffers));
+  if (st.is_ok()) st = s->serving.restore(manifest, buffers);
   if (st.is_ok() && snapshot < version) st = catch_up(s, snapshot, version).with_context("catch-up from the spool");
   if (!st.is_ok()) {
     DCR_LOG(warn, "recovery", "%s: cannot restore version %llu from snapshot v%llu (%s); taking a full sync",

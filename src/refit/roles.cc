@@ -73,7 +73,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
   Versions encoded = versions;
   if (hit && fault.kind == FrameFault::wrong_base) encoded.base = versions.base + 1000;
   const std::vector<PlannedFrame>& planned = plan.frames[trainer];
-  maybe_kill(*link.kill, *link.topology, Phase::encode, versions.target);
+  DCR_TRY(fault_point(*link.kill, *link.topology, Phase::encode, versions.target));
   std::vector<std::vector<uint8_t>> frames;
   std::vector<EncodeStats> encode_stats;
   for (size_t first = 0; first < planned.size(); first += encoders.size()) {
@@ -85,7 +85,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     stats->encode_s += since(start);
     start = Clock::now();
     for (size_t w = 0; w < wave; ++w) {
-      if (stats->frames == planned.size() / 2) maybe_kill(*link.kill, *link.topology, Phase::stream, versions.target);
+      if (stats->frames == planned.size() / 2) DCR_TRY(fault_point(*link.kill, *link.topology, Phase::stream, versions.target));
       if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(&frames[w]);
       stats->frames += 1;
       stats->wire_bytes += frames[w].size();
@@ -94,7 +94,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
       auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[w]));
       DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
       if (sent != nullptr) sent->push_back(frame);
-      DCR_TRY(link.transport->send(root, kFrameChannel, std::move(frame)));
+      DCR_TRY(link.transport->send(root, link.channel, std::move(frame)));
     }
     stats->send_s += since(start);
   }
@@ -109,10 +109,10 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
   const uint64_t expected = plan.frames_for_relay(t, relay);
   const int parent = t.relay_parent[relay] < 0 ? kAnyPeer : t.relay_rank(t.relay_parent[relay]);
   for (uint64_t n = 0; n < expected; ++n) {
-    if (n == expected / 2) maybe_kill(*link.kill, t, Phase::stream, target);
+    if (n == expected / 2) DCR_TRY(fault_point(*link.kill, t, Phase::stream, target));
     auto start = Clock::now();
     Message message;
-    Status got = link.transport->receive(parent, kFrameChannel, &message, link.timeout_s);
+    Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);
     DCR_TRY(got.with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
                              std::to_string(expected)));
     stats->wait_s += since(start);
@@ -127,7 +127,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
     for (int child : t.relay_children[relay]) {
       if (!RefitPlan::child_needs(t, child, *receivers)) continue;
       DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
-      DCR_TRY(link.transport->send(child, kFrameChannel, shared));
+      DCR_TRY(link.transport->send(child, link.channel, shared));
     }
     stats->frames += 1;
     stats->forward_s += since(start);
@@ -146,10 +146,10 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
   const uint64_t committed = full ? kAnyVersion : versions.base;
   Status first_error;
   for (uint64_t n = 0; n < expected; ++n) {
-    if (n == expected / 2) maybe_kill(*link.kill, t, Phase::apply, versions.target);
+    if (n == expected / 2) DCR_TRY(fault_point(*link.kill, t, Phase::apply, versions.target));
     auto start = Clock::now();
     Message message;
-    DCR_TRY(link.transport->receive(parent, kFrameChannel, &message, link.timeout_s)
+    DCR_TRY(link.transport->receive(parent, link.channel, &message, link.timeout_s)
                 .with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
                               std::to_string(expected)));
     stats->wait_s += since(start);

@@ -17,10 +17,28 @@ using CanonicalBits = std::vector<std::vector<uint8_t>>;  // one row-major byte 
 // Where the canonical bytes of tensor t start (read in place: no copy of the model).
 using TensorBytes = std::function<const uint8_t*(uint32_t tensor)>;
 
+// Where a caller's buffer lives. Host memory is applied to by the CPU codec; device memory is where
+// the CUDA kernels (cuda/) plug in, and is refused until they do.
+enum class MemorySpace : uint8_t { host, device };
+
+// One buffer of the caller's: dense (row-major, no padding), `bytes` long, of element type `dtype`.
+struct BufferMemory {
+  void* data = nullptr;
+  uint64_t bytes = 0;
+  DType dtype = DType::bf16;
+  MemorySpace space = MemorySpace::host;
+};
+
 class Shard {
  public:
   Shard() = default;
+  // Owns its buffers (zeroed).
   Shard(const Manifest& manifest, Holdings holdings);
+  // On the caller's memory, one BufferMemory per holdings buffer, which the caller keeps alive and
+  // does not move while the shard is used. invalid_argument naming the buffer whose count, size or
+  // dtype does not match, or a null pointer; unavailable for device memory.
+  static Status attach(const Manifest& manifest, Holdings holdings, const std::vector<BufferMemory>& memory,
+                       Shard* out);
 
   const Holdings& holdings() const { return holdings_; }
   uint64_t bytes() const;
@@ -35,20 +53,28 @@ class Shard {
   // Copies all buffers from another shard of the same holdings (a baseline promotion).
   void copy_from(const Shard& other);
 
+  // Buffer b's bytes and size (owned or the caller's).
+  uint8_t* buffer(size_t b) const { return data_[b]; }
+  uint64_t buffer_bytes(size_t b) const { return sizes_[b]; }
+
   // The local buffers as a checkpoint: one 1-D "tensor" per buffer (named after it, typed like the
   // tensors it holds), for snapshots; and back, checking every buffer's name and size.
   Manifest buffer_manifest() const;
   // The same with each buffer's shape from the holdings (the serving runtime's parameter shapes).
   Manifest shaped_manifest() const;
-  const std::vector<std::vector<uint8_t>>& buffers() const { return buffers_; }
-  Status restore(const Manifest& manifest, CanonicalBits buffers);
+  // Calls `use` with every buffer as a byte array: owned buffers in place, a caller's copied first.
+  Status with_buffers(const std::function<Status(const CanonicalBits&)>& use) const;
+  // Copies `buffers` into this shard's buffers (owned or the caller's).
+  Status restore(const Manifest& manifest, const CanonicalBits& buffers);
 
  private:
   const Manifest* manifest_ = nullptr;
   Holdings holdings_;
   std::vector<DType> dtypes_;     // element type of each buffer
   std::vector<unsigned> widths_;  // element width of each buffer
-  std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<std::vector<uint8_t>> owned_;  // empty for a shard on the caller's memory
+  std::vector<uint8_t*> data_;
+  std::vector<uint64_t> sizes_;
 };
 
 }  // namespace dcr

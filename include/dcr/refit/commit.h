@@ -20,11 +20,12 @@ struct CommitParty {
   Journal* journal = nullptr;  // null without durable state
   bool durable_vote = false;   // rollouts: a yes is recorded (fsync'ed) before it is cast
   uint64_t manifest_hash = 0;
-  std::function<void()> before_decision;                     // the fault injector's kill point
+  std::function<Status()> before_decision;                   // the fault injector's point: an error votes no
   std::function<void(const Status&, const char*)> report;    // a journal write that failed, and what it was
 };
 
-// Phase 1: every rank votes (a rank whose yes cannot be made durable votes no). The root commits
+// Phase 1: every rank votes (a rank whose yes cannot be made durable, or whose before_decision
+// fails, votes no). The root commits
 // only if all voted yes, and records the decision durably before anyone learns it (a root that
 // cannot record it decides no). Phase 2: every rank learns the decision and records it. Returns it.
 bool joint_decision(const CommitParty& p, bool vote, Versions versions);

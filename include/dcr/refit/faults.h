@@ -5,6 +5,8 @@
 //                                          version V: encode | stream | apply | commit. With a state
 //                                          directory it fires once (a marker file remembers it), so
 //                                          running the same command again resumes past it.
+// Endpoint tests on threads use the same points with `fail` set: the rank's step returns an error
+// there instead (once), as a rank that stopped would leave it.
 #pragma once
 
 #include <cstdint>
@@ -30,12 +32,15 @@ struct KillPoint {
   Phase phase = Phase::encode;
   uint64_t version = 0;
   std::string marker;  // file that records the kill happened (empty: no state directory)
+  bool fail = false;   // return an error (once) instead of killing the process
+  mutable bool fired = false;
 };
 
 Status parse_frame_fault(const std::string& text, FrameFault* fault);
 Status parse_kill_point(const std::string& text, const std::string& state_dir, KillPoint* point);
 
-// Kills this process if `point` names this rank, phase and version (and has not fired before).
-void maybe_kill(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version);
+// If `point` names this rank, phase and version (and has not fired before): kills this process, or
+// with `fail` returns Code::aborted naming the injected failure. Otherwise ok.
+Status fault_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version);
 
 }  // namespace dcr

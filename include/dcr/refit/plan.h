@@ -43,7 +43,7 @@ struct RefitPlan {
 
 // Fills rules (from --model-family, else config.json's model_type / architectures, else the "dcr"
 // presets' family), then every holding and frame. The caller has put a checkpoint's manifest and
-// config.json in *plan; presets are made here.
+// config.json in *plan (or the caller its own manifest); presets are made here when it is empty.
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan);
 
 }  // namespace dcr

@@ -39,6 +39,7 @@ struct Link {
   int window;
   double timeout_s;
   const KillPoint* kill;  // injected kill -9 points (test only)
+  uint32_t channel = kFrameChannel;  // the step's frames travel on this channel (stale ones are not taken)
 };
 
 // Frames are encoded in waves, one frame per encoder (each on its own thread), and sent in plan

@@ -1,0 +1,111 @@
+// dcr as a library: the trainer, relay and rollout endpoints a training framework and a serving
+// engine call. Each endpoint lives on the caller's memory and the caller's communicator (a data
+// Transport and a control Collective of the same ranks, in the same order): nothing global, and
+// several endpoints can live in one process (the unit tests run a whole job on threads).
+//
+// Every version is one step that all endpoints of the job take together: trainer 0 names the
+// version, every trainer checks its shard, the trainers stream frames through the relay tree, the
+// rollouts apply them in place, and the job commits jointly (commit.h). A step that fails anywhere
+// commits nothing; the next publish retries (a retry of the same version as deltas, whose frames
+// skip boxes that already hold the target by hash, so no XOR is applied twice; another version as
+// full frames, which apply over anything).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dcr/core/status.h"
+#include "dcr/core/tensor.h"
+#include "dcr/layout/shard.h"
+#include "dcr/refit/collective.h"
+#include "dcr/refit/commit.h"
+#include "dcr/refit/config.h"
+#include "dcr/refit/faults.h"
+#include "dcr/refit/roles.h"
+#include "dcr/transport/transport.h"
+
+namespace dcr {
+
+// What every endpoint of one job is given alike.
+struct EndpointSpec {
+  // The job's shape and knobs: trainers, train_tp, train_ep, relays (-1: one), fanout, rollout_tp,
+  // rollout_ep, fuse, model_family, frame_elements, window, encode_threads, timeout_s and
+  // state_dir (journals, for durable votes and commits; empty: none). The rest is the harness's.
+  RefitConfig job;
+  Manifest manifest;            // the canonical tensors (checkpoint names, dtypes, shapes)
+  nlohmann::json model_config;  // the checkpoint's config.json for the family rules (null: none)
+  KillPoint fault;              // test only: a failure injected into one rank's step (fail = true)
+};
+
+class EndpointCore;  // the state and the step all three roles share (src/refit/endpoint.cc)
+
+class Trainer {
+ public:
+  // On collective rank r < trainers. invalid_argument when the rank is not a trainer, the ranks of
+  // `transport` and `control` differ, or the layout does not fit the manifest. Collective.
+  static Status create(const EndpointSpec& spec, Transport* transport, Collective* control,
+                       std::unique_ptr<Trainer>* out);
+  ~Trainer();
+
+  // The buffers this trainer holds (its FSDP/TP shard): names, sizes, shapes and dtypes, in the
+  // order publish wants them.
+  const Holdings& holdings() const;
+  // Streams `version` from `shard` (one BufferMemory per holdings buffer, read as it is now) and
+  // returns once the job decided: ok when committed, aborted (naming the cause where this rank
+  // knows it) when not. Every trainer calls it with the same version, above the committed one.
+  Status publish(uint64_t version, const std::vector<BufferMemory>& shard);
+  // Ends the job for every endpoint: relays return from serve(), rollouts from receive() closed.
+  // Every trainer calls it.
+  Status close();
+
+  uint64_t committed() const;  // kNoVersion before the first commit
+  const StepStats& last_step() const;
+
+ private:
+  Trainer();
+  std::unique_ptr<EndpointCore> core_;
+};
+
+class Relay {
+ public:
+  static Status create(const EndpointSpec& spec, Transport* transport, Collective* control,
+                       std::unique_ptr<Relay>* out);
+  ~Relay();
+  // Forwards every step's frames, undecoded, until the trainers close the job. A failed step is
+  // logged and voted down; serving goes on.
+  Status serve();
+
+ private:
+  Relay();
+  std::unique_ptr<EndpointCore> core_;
+};
+
+class Rollout {
+ public:
+  // `memory`: one BufferMemory per holdings buffer (the serving layout: fused qkv_proj and
+  // gate_up_proj, vocabulary padded, ...), which the caller keeps alive and in place.
+  static Status create(const EndpointSpec& spec, Transport* transport, Collective* control,
+                       std::unique_ptr<Rollout>* out);
+  ~Rollout();
+
+  const Holdings& holdings() const;
+  // Attaches the caller's buffers (before the first receive; again to move them).
+  Status attach(const std::vector<BufferMemory>& memory);
+  // Takes part in the next step: applies the version in place into the caller's buffers, verified
+  // frame by frame, and returns ok with *version committed; aborted when the job did not commit
+  // (the buffers may hold part of it: the retry completes it). *closed is set, with ok, when the
+  // trainers closed the job.
+  Status receive(uint64_t* version, bool* closed);
+
+  uint64_t committed() const;
+  const StepStats& last_step() const;
+
+ private:
+  Rollout();
+  std::unique_ptr<EndpointCore> core_;
+};
+
+}  // namespace dcr
