@@ -87,6 +87,13 @@ void dcr_endpoint_free(dcr_endpoint* endpoint);
 int dcr_endpoint_buffer_count(const dcr_endpoint* endpoint, size_t* count);
 int dcr_endpoint_buffer(const dcr_endpoint* endpoint, size_t index, const char** name, const char** dtype,
                         uint64_t* bytes, int* ndim, const int64_t** shape);
+/* Where the canonical tensors sit in those buffers, piece by piece (what a loader does): rows
+ * [row0, row0 + rows) and columns [col0, col0 + cols) of tensor `tensor` (its index in the spec,
+ * viewed as 2-D: the last dimension by all the others) sit in buffer `buffer`, element (row0, col0)
+ * at element `offset`, consecutive rows `pitch` elements apart. */
+int dcr_endpoint_piece_count(const dcr_endpoint* endpoint, size_t* count);
+int dcr_endpoint_piece(const dcr_endpoint* endpoint, size_t index, size_t* buffer, size_t* tensor, uint64_t* row0,
+                       uint64_t* col0, uint64_t* rows, uint64_t* cols, uint64_t* offset, uint64_t* pitch);
 /* The committed version, or UINT64_MAX before the first commit. */
 uint64_t dcr_endpoint_committed(const dcr_endpoint* endpoint);
 /* The last step's frames and wire bytes as this rank saw them (trainers: sent; rollouts: applied). */

@@ -61,6 +61,8 @@ def _load():
         "dcr_endpoint_buffer_count": ([vp, p(ctypes.c_size_t)], ctypes.c_int),
         "dcr_endpoint_buffer": ([vp, ctypes.c_size_t, p(ctypes.c_char_p), p(ctypes.c_char_p), p(ctypes.c_uint64),
                                  p(ctypes.c_int), p(p(ctypes.c_int64))], ctypes.c_int),
+        "dcr_endpoint_piece_count": ([vp, p(ctypes.c_size_t)], ctypes.c_int),
+        "dcr_endpoint_piece": ([vp, ctypes.c_size_t] + [p(ctypes.c_size_t)] * 2 + [p(ctypes.c_uint64)] * 6, ctypes.c_int),
         "dcr_endpoint_committed": ([vp], ctypes.c_uint64),
         "dcr_endpoint_last_step": ([vp, p(ctypes.c_uint64), p(ctypes.c_uint64), p(ctypes.c_uint64)], ctypes.c_int),
         "dcr_trainer_publish": ([vp, ctypes.c_uint64, p(_Buffer), ctypes.c_size_t], ctypes.c_int),
@@ -186,6 +188,7 @@ class _Endpoint:
         self._handle = handle
         self._spec, self._comm = spec, comm  # kept alive with the endpoint
         self.buffers = self._read_buffers()
+        self.pieces = self._read_pieces()
 
     def _read_buffers(self):
         count = ctypes.c_size_t()
@@ -199,6 +202,33 @@ class _Endpoint:
             out.append({"name": name.value.decode(), "dtype": dtype.value.decode(), "bytes": nbytes.value,
                         "shape": tuple(shape[d] for d in range(ndim.value))})
         return out
+
+    def _read_pieces(self):
+        count = ctypes.c_size_t()
+        _check(_lib.dcr_endpoint_piece_count(self._handle, ctypes.byref(count)))
+        out = []
+        for i in range(count.value):
+            sizes = [ctypes.c_size_t() for _ in range(2)]
+            words = [ctypes.c_uint64() for _ in range(6)]
+            _check(_lib.dcr_endpoint_piece(self._handle, i, *(ctypes.byref(v) for v in sizes + words)))
+            keys = ("buffer", "tensor", "row0", "col0", "rows", "cols", "offset", "pitch")
+            out.append(dict(zip(keys, (v.value for v in sizes + words))))
+        return out
+
+    def lay_out(self, tensors, make_buffer):
+        """The endpoint's buffers filled from whole canonical tensors (2-D views, in spec order), as a
+        loader places them: make_buffer(entry of self.buffers) gives an empty flat buffer."""
+        flats = [make_buffer(b) for b in self.buffers]
+        for p in self.pieces:
+            whole = tensors[p["tensor"]]
+            box = whole.reshape(-1, whole.shape[-1])[p["row0"]:p["row0"] + p["rows"], p["col0"]:p["col0"] + p["cols"]]
+            flat, start, n = flats[p["buffer"]], p["offset"], p["cols"]
+            if p["pitch"] == n:
+                flat[start:start + p["rows"] * n] = box.reshape(-1)
+                continue
+            for r in range(p["rows"]):
+                flat[start + r * p["pitch"]:start + r * p["pitch"] + n] = box[r]
+        return flats
 
     @property
     def committed(self):
@@ -224,7 +254,12 @@ class Trainer(_Endpoint):
     def publish(self, version, arrays):
         """Streams `version` from `arrays` (one per entry of self.buffers, in order); returns once it
         is committed, raises DcrError (code 8, aborted) when the job did not commit it."""
-        buffers, n = _buffers(arrays, [b["dtype"] for b in self.buffers])
+        try:
+            buffers, n = _buffers(arrays, [b["dtype"] for b in self.buffers])
+        except DcrError:
+            # Still take part in the step (which every rank then refuses), so no rank waits for this one.
+            _lib.dcr_trainer_publish(self._handle, version, None, 0)
+            raise
         _check(_lib.dcr_trainer_publish(self._handle, version, buffers, n))
 
     def close(self):

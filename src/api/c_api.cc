@@ -273,6 +273,37 @@ int dcr_endpoint_buffer(const dcr_endpoint* endpoint, size_t index, const char**
   });
 }
 
+int dcr_endpoint_piece_count(const dcr_endpoint* endpoint, size_t* count) {
+  return guarded([&]() -> int {
+    if (endpoint == nullptr || count == nullptr) return invalid("null endpoint or count");
+    const dcr::Holdings* h = holdings_of(endpoint);
+    *count = h ? h->pieces.size() : 0;
+    return DCR_OK;
+  });
+}
+
+int dcr_endpoint_piece(const dcr_endpoint* endpoint, size_t index, size_t* buffer, size_t* tensor, uint64_t* row0,
+                       uint64_t* col0, uint64_t* rows, uint64_t* cols, uint64_t* offset, uint64_t* pitch) {
+  return guarded([&]() -> int {
+    if (endpoint == nullptr || buffer == nullptr || tensor == nullptr || row0 == nullptr || col0 == nullptr ||
+        rows == nullptr || cols == nullptr || offset == nullptr || pitch == nullptr) {
+      return invalid("dcr_endpoint_piece: null argument");
+    }
+    const dcr::Holdings* h = holdings_of(endpoint);
+    if (h == nullptr || index >= h->pieces.size()) return invalid("piece index " + std::to_string(index) + " out of range");
+    const dcr::LocalPiece& p = h->pieces[index];
+    *buffer = p.buffer;
+    *tensor = p.box.tensor;
+    *row0 = p.box.row0;
+    *col0 = p.box.col0;
+    *rows = p.box.rows;
+    *cols = p.box.cols;
+    *offset = p.offset;
+    *pitch = p.pitch;
+    return DCR_OK;
+  });
+}
+
 uint64_t dcr_endpoint_committed(const dcr_endpoint* e) {
   if (e == nullptr) return dcr::kNoVersion;
   if (e->trainer) return e->trainer->committed();

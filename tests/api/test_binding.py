@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""The Python binding (python/dcr) on one in-process thread group, without mpirun: numpy arrays and
+torch tensors are used in place (never copied), bf16 travels as uint16 numpy arrays, and bad
+buffers raise DcrError with dcr's message."""
+import os
+import sys
+import threading
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import dcr  # noqa: E402
+
+
+def spec():
+    s = dcr.Spec(trainers=1, relays=1, rollout_tp=1, timeout=5)
+    s.add_tensor("w", "bf16", (64, 16))
+    s.add_tensor("b", "f32", (16,))
+    return s
+
+
+def run_job(trainer_fn, rollout_fn):
+    """Runs trainer, relay and rollout on three threads; returns what each function returned."""
+    the_spec, comms, out = spec(), dcr.Comm.threads(3), {}
+
+    def trainer():
+        endpoint = dcr.Trainer(the_spec, comms[0])
+        out["trainer"] = trainer_fn(endpoint)
+        endpoint.close()
+
+    def relay():
+        dcr.Relay(the_spec, comms[1]).serve()
+
+    def rollout():
+        out["rollout"] = rollout_fn(dcr.Rollout(the_spec, comms[2]))
+
+    threads = [threading.Thread(target=f) for f in (trainer, relay, rollout)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def receive_all(endpoint):
+    """Receives until the job closes: (committed versions, codes of the steps that failed)."""
+    versions, failed = [], []
+    while True:
+        try:
+            version = endpoint.receive()
+        except dcr.DcrError as e:
+            failed.append(e.code)
+            continue
+        if version is None:
+            return versions, failed
+        versions.append(version)
+
+
+class Binding(unittest.TestCase):
+    def test_numpy_arrays_are_received_in_place(self):
+        w = np.arange(64 * 16, dtype=np.uint16).reshape(64, 16)  # bf16 bits
+        b = np.linspace(0, 1, 16, dtype=np.float32)
+        served_w, served_b = np.zeros_like(w), np.zeros_like(b)
+
+        def train(endpoint):
+            for version in (1, 2, 3):
+                w.reshape(-1)[::7] += 1
+                b[version] = -version
+                endpoint.publish(version, [w, b])
+            return endpoint.committed
+
+        def serve(endpoint):
+            self.assertEqual([x["name"] for x in endpoint.buffers], ["w", "b"])
+            endpoint.attach([served_w, served_b])
+            return receive_all(endpoint)
+
+        out = run_job(train, serve)
+        self.assertEqual(out["trainer"], 3)
+        self.assertEqual(out["rollout"], ([1, 2, 3], []))
+        self.assertTrue(np.array_equal(served_w, w) and np.array_equal(served_b.view(np.uint32), b.view(np.uint32)))
+
+    def test_torch_tensors_are_used_in_place(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("python3-torch is not installed")
+        w = torch.randn(64, 16).to(torch.bfloat16)
+        b = torch.randn(16)
+        served = [torch.zeros(64, 16, dtype=torch.bfloat16), torch.zeros(16)]
+
+        def train(endpoint):
+            endpoint.publish(1, [w, b])
+            with self.assertRaises(dcr.DcrError) as caught:
+                endpoint.publish(2, [w.t(), b])  # a transposed view is not contiguous
+            return str(caught.exception)
+
+        def serve(endpoint):
+            endpoint.attach(served)
+            return receive_all(endpoint)
+
+        out = run_job(train, serve)
+        self.assertIn("must be contiguous", out["trainer"])
+        self.assertEqual(out["rollout"], ([1], [8]))
+        self.assertTrue(torch.equal(served[0].view(torch.int16), w.view(torch.int16)))
+        self.assertTrue(torch.equal(served[1].view(torch.int32), b.view(torch.int32)))
+
+    def test_bad_buffers_raise_with_dcr_s_message(self):
+        def train(endpoint):
+            errors = []
+            for arrays in ([np.zeros((64, 16), np.uint16)], [np.zeros((64, 16), np.float32), np.zeros(16, np.float32)]):
+                try:
+                    endpoint.publish(1, arrays)
+                except dcr.DcrError as e:
+                    errors.append((e.code, str(e)))
+            return errors
+
+        def serve(endpoint):
+            endpoint.attach([np.zeros((64, 16), np.uint16), np.zeros(16, np.float32)])
+            return receive_all(endpoint)
+
+        out = run_job(train, serve)
+        (count_code, count_message), (dtype_code, dtype_message) = out["trainer"]
+        self.assertEqual(count_code, 1)
+        self.assertIn("1 buffers given, the endpoint has 2", count_message)
+        self.assertEqual(dtype_code, 1)
+        self.assertIn("is f32, the layout holds bf16", dtype_message)
+        self.assertEqual(out["rollout"], ([], [8, 8]))  # both refused steps: aborted on the rollout too
+
+
+if __name__ == "__main__":
+    unittest.main()
