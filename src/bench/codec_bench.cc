@@ -15,6 +15,7 @@
 #include "dcr/codec/encoder.h"
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
+#include "dcr/core/log.h"
 #include "dcr/model/change_model.h"
 #include "dcr/model/presets.h"
 #include "dcr/model/real_weights.h"
@@ -217,7 +218,7 @@ Status load_pool(const CodecBenchOptions& options, RealWeights* pool, std::strin
   const Status found = find_real_weights(package, &model_json);
   if (!found.is_ok()) {
     if (options.weights != "auto") return found;
-    std::fprintf(stderr, "dcr bench: %s; using seeded master weights\n", found.message().c_str());
+    DCR_LOG(warn, "bench", "%s; using seeded master weights", found.message().c_str());
     *described = "seeded (real weights not fetched)";
     return Status::ok();
   }
@@ -270,7 +271,7 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
     }
     CodecBenchRecord record;
     DCR_TRY(runner.run(c.name, base, model->snapshot(), &record));
-    std::fprintf(stderr, "dcr bench: %-12s done in %.1f s\n", c.name.c_str(), seconds_since(start));
+    DCR_LOG(info, "bench", "%-12s done in %.1f s", c.name.c_str(), seconds_since(start));
     report->records.push_back(record);
   }
   return Status::ok();

@@ -7,81 +7,22 @@
 #include "dcr/journal/journal.h"
 #include "dcr/refit/plan.h"
 #include "dcr/refit/topology.h"
+#include "src/refit/endpoint_core.h"
 
 namespace dcr {
 
 namespace {
-// Step channels start above the harness's frame channel; a failed step's stale frames stay on its
-// own channel and are never taken by a later step.
-constexpr uint32_t kFirstStepChannel = 16;
-constexpr uint32_t kStepChannels = 1u << 30;
+// Passes of frames use channels from here on (the harness's kFrameChannel and any control channels
+// stay below); a failed pass's stale frames stay on its own channel.
+constexpr uint32_t kFirstPassChannel = 16;
+constexpr uint32_t kPassChannels = 1u << 30;
 }  // namespace
 
-// What one endpoint holds, whatever its role, and the step every role takes together.
-class EndpointCore {
- public:
-  Status set_up(const EndpointSpec& spec, Transport* transport, Collective* control, Role role);
-
-  // One step: trainer 0 names `proposed` (kNoVersion ends the job: *closed), every rank checks it
-  // is ready for the named version (`check`, null: ready), the frames move and the job commits.
-  Status step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed);
-
-  Topology topology;
-  RefitPlan plan;
-  RefitConfig config;
-  Transport* transport = nullptr;
-  Collective* control = nullptr;
-  KillPoint fault;
-  std::unique_ptr<Journal> journal;
-  std::vector<std::unique_ptr<FrameEncoder>> encoders;
-  FrameDecoder decoder;
-  Shard baseline, current;  // trainers: the last committed shard, and the caller's memory
-  Shard serving;            // rollouts: the caller's memory
-  bool attached = false;
-  uint64_t committed = kNoVersion;
-  uint64_t failed = kNoVersion;  // the target of a step that did not commit since the last commit
-  bool resumed = false;          // the first step after a resume goes as full frames
-  uint64_t steps = 0;
-  uint64_t target = kNoVersion;  // of the current step
-  StepStats stats;
-
- private:
-  Status open_journal();
-  Status transfer(FrameKind kind, Versions versions, uint32_t channel);
-  bool commit(bool vote, Versions versions);
-};
-
-Status EndpointCore::set_up(const EndpointSpec& spec, Transport* t, Collective* c, Role role) {
-  DCR_REQUIRE(t != nullptr && c != nullptr, Code::invalid_argument, "an endpoint needs a transport and a collective");
-  DCR_REQUIRE(t->size() == c->size() && t->rank() == c->rank(), Code::invalid_argument,
-              "the transport (rank " + std::to_string(t->rank()) + " of " + std::to_string(t->size()) +
-                  ") and the collective (rank " + std::to_string(c->rank()) + " of " + std::to_string(c->size()) +
-                  ") must span the same ranks");
-  DCR_REQUIRE(!spec.manifest.tensors.empty(), Code::invalid_argument, "the endpoint spec has no tensors");
-  config = spec.job;
-  if (config.relays < 0) config.relays = 1;
-  DCR_TRY(check_refit_config(config));
-  transport = t;
-  control = c;
-  fault = spec.fault;
-  // Every rank on one node: the tree is the same for all; the caller's ranks say where they are.
-  DCR_TRY(make_topology_from_nodes(config, c->rank(), std::vector<int>(static_cast<size_t>(c->size()), 0), &topology));
-  DCR_REQUIRE(topology.role == role, Code::invalid_argument,
-              "rank " + std::to_string(c->rank()) + " is a " + role_name(topology.role) + " in this job, not a " +
-                  role_name(role) + " (ranks: trainers first, then relays, then rollouts)");
-  plan.manifest = spec.manifest;
-  plan.model_config = spec.model_config;
-  DCR_TRY(spec.manifest.validate());
-  DCR_TRY(make_plan(config, topology, &plan));
-  DCR_TRY(open_journal());
-  if (role == Role::trainer) {
+Status EndpointCore::open_state() {
+  if (topology.role == Role::trainer) {
     for (int i = 0; i < config.encode_threads; ++i) encoders.push_back(std::make_unique<FrameEncoder>());
     baseline = Shard(plan.manifest, plan.trainer_holdings[topology.index]);
   }
-  return Status::ok();
-}
-
-Status EndpointCore::open_journal() {
   if (config.state_dir.empty()) return Status::ok();
   std::error_code error;
   std::filesystem::create_directories(config.state_dir, error);
@@ -90,70 +31,112 @@ Status EndpointCore::open_journal() {
   return journal->open(config.state_dir + "/rank-" + std::to_string(topology.world_rank) + ".journal");
 }
 
-Status EndpointCore::transfer(FrameKind kind, Versions versions, uint32_t channel) {
-  const Link link{transport, &topology, config.window, config.timeout_s, &fault, channel};
-  std::vector<FrameEncoder*> encode_with;
-  for (const auto& e : encoders) encode_with.push_back(e.get());
+uint32_t EndpointCore::next_channel() { return kFirstPassChannel + static_cast<uint32_t>(passes_++ % kPassChannels); }
+
+Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, StepStats* out) {
+  const Link pass{link, &topology, config.window, config.timeout_s, &kill, next_channel()};
+  Status st;
   switch (topology.role) {
-    case Role::trainer:
-      return trainer_step(plan, link, topology.index, kind, versions, &baseline, &current, FrameFault{}, encode_with,
-                          &stats, nullptr);
+    case Role::trainer: {
+      std::vector<FrameEncoder*> encode_with;
+      for (const auto& e : encoders) encode_with.push_back(e.get());
+      std::vector<SharedBytes>* sent = kind == FrameKind::delta ? keep_sent : nullptr;
+      if (sent) sent->clear();
+      st = trainer_step(plan, pass, topology.index, kind, versions, &baseline, &current, frame_fault, encode_with, out,
+                        sent);
+      break;
+    }
     case Role::relay:
-      return relay_step(plan, link, topology.index, versions.target, &stats);
+      st = relay_step(plan, pass, topology.index, versions.target, out);
+      break;
     case Role::rollout:
-      return rollout_step(plan, link, topology.index, versions, kind == FrameKind::full, &serving, &decoder, &stats);
+      st = rollout_step(plan, pass, topology.index, versions, kind == FrameKind::full, into, &decoder, out);
+      break;
   }
-  return Status::ok();
+  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", topology.describe().c_str(), st.to_string().c_str());
+  return st;
 }
 
 bool EndpointCore::commit(bool vote, Versions versions) {
+  auto report = [this](const Status& st, const char* what) {
+    if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s: %s", topology.describe().c_str(), what, st.to_string().c_str());
+  };
   CommitParty party;
   party.control = control;
   party.journal = journal.get();
   party.durable_vote = topology.role == Role::rollout;
   party.manifest_hash = plan.manifest.hash();
-  party.before_decision = [this, versions] { return fault_point(fault, topology, Phase::commit, versions.target); };
-  party.report = [this](const Status& st, const char* what) {
-    DCR_LOG(error, "endpoint", "%s: %s: %s", topology.describe().c_str(), what, st.to_string().c_str());
-  };
-  return joint_decision(party, vote, versions);
+  party.before_decision = [this, versions] { return fault_point(kill, topology, Phase::commit, versions.target); };
+  party.report = report;
+  if (!joint_decision(party, vote, versions)) return false;
+  // After a commit the journal needs only the version chain's head and the newest snapshot.
+  if (journal) {
+    std::vector<JournalRecord> keep = {{JournalRecord::committed, versions.target, versions.base, party.manifest_hash}};
+    uint64_t snapshot = 0;
+    if (journal->last_snapshot(&snapshot)) keep.push_back({JournalRecord::snapshot, snapshot, 0, 0});
+    report(journal->compact(keep), "journal compaction");
+  }
+  if (topology.role == Role::trainer) baseline.copy_from(current);
+  committed = versions.target;
+  return true;
 }
 
 Status EndpointCore::step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed) {
   *closed = false;
   stats = StepStats{};
-  target = control->broadcast(proposed, 0);
+  const uint64_t target = control->broadcast(proposed, 0);
   if (target == kNoVersion) {
     *closed = true;
     return Status::ok();
   }
   const std::string name = "version " + std::to_string(target);
   const Status ready = check ? check(target) : Status::ok();
-  if (!ready.is_ok()) DCR_LOG(error, "endpoint", "%s: %s", topology.describe().c_str(), ready.to_string().c_str());
+  if (!ready.is_ok()) DCR_LOG(error, "refit", "%s: %s", topology.describe().c_str(), ready.to_string().c_str());
   if (!control->all_true(ready.is_ok())) {
     return ready.is_ok() ? Status(Code::aborted, name + " was refused by a rank before anything was sent (see its message)")
                          : ready;
   }
-  // Deltas from the committed version; full frames for the first version, after a resume, and when
-  // a failed version is abandoned for another (its boxes may hold neither base nor target).
   const bool full = committed == kNoVersion || resumed || (failed != kNoVersion && failed != target);
   const Versions versions = full ? Versions{target, target} : Versions{committed, target};
-  const uint32_t channel = kFirstStepChannel + static_cast<uint32_t>(steps++ % kStepChannels);
   if (journal && topology.role == Role::rollout) {
     DCR_TRY(journal->append({JournalRecord::begin, versions.base, target, 0}, false));
   }
-  const Status moved = transfer(full ? FrameKind::full : FrameKind::delta, versions, channel);
-  if (!moved.is_ok()) DCR_LOG(error, "endpoint", "%s: %s", topology.describe().c_str(), moved.to_string().c_str());
+  const Status moved = transfer(full ? FrameKind::full : FrameKind::delta, versions, &serving, &stats);
   if (!commit(moved.is_ok(), versions)) {
     failed = target;
     return moved.is_ok() ? Status(Code::aborted, name + " was not committed: another rank failed (see its message)")
                          : moved.with_context(name + " was not committed");
   }
-  if (topology.role == Role::trainer) baseline.copy_from(current);
-  committed = target;
   failed = kNoVersion;
   resumed = false;
   return Status::ok();
+}
+
+// The library's set-up of one endpoint: the topology and plan from the spec, alike on every rank.
+Status set_up_endpoint(const EndpointSpec& spec, Transport* t, Collective* c, Role role, EndpointCore* core) {
+  DCR_REQUIRE(t != nullptr && c != nullptr, Code::invalid_argument, "an endpoint needs a transport and a collective");
+  DCR_REQUIRE(t->size() == c->size() && t->rank() == c->rank(), Code::invalid_argument,
+              "the transport (rank " + std::to_string(t->rank()) + " of " + std::to_string(t->size()) +
+                  ") and the collective (rank " + std::to_string(c->rank()) + " of " + std::to_string(c->size()) +
+                  ") must span the same ranks");
+  DCR_REQUIRE(!spec.manifest.tensors.empty(), Code::invalid_argument, "the endpoint spec has no tensors");
+  core->config = spec.job;
+  if (core->config.relays < 0) core->config.relays = 1;
+  DCR_TRY(check_refit_config(core->config));
+  core->transport = core->link = t;
+  core->control = c;
+  core->kill = spec.fault;
+  // Every rank on one node: the tree is the same for all.
+  DCR_TRY(make_topology_from_nodes(core->config, c->rank(), std::vector<int>(static_cast<size_t>(c->size()), 0),
+                                   &core->topology));
+  DCR_REQUIRE(core->topology.role == role, Code::invalid_argument,
+              "rank " + std::to_string(c->rank()) + " is a " + role_name(core->topology.role) + " in this job, not a " +
+                  role_name(role) + " (ranks: trainers first, then relays, then rollouts)");
+  DCR_TRY(spec.manifest.validate());
+  core->plan.manifest = spec.manifest;
+  core->plan.model_config = spec.model_config;
+  DCR_TRY(make_plan(core->config, core->topology, &core->plan));
+  return core->open_state();
 }
 
 // The job's committed version from the journals (collective), for a resumed job.
@@ -170,7 +153,7 @@ Status agree_on_start(EndpointCore* core) {
 Status create_core(const EndpointSpec& spec, Transport* transport, Collective* control, Role role,
                    std::unique_ptr<EndpointCore>* out) {
   auto core = std::make_unique<EndpointCore>();
-  const Status mine = core->set_up(spec, transport, control, role);
+  const Status mine = set_up_endpoint(spec, transport, control, role, core.get());
   if (control == nullptr) return mine;
   const uint64_t first = control->all_min(mine.is_ok() ? kNoVersion : static_cast<uint64_t>(control->rank()));
   if (!mine.is_ok()) return mine;
@@ -200,7 +183,6 @@ const StepStats& Trainer::last_step() const { return core_->stats; }
 
 Status Trainer::publish(uint64_t version, const std::vector<BufferMemory>& shard) {
   EndpointCore& c = *core_;
-  DCR_REQUIRE(version != kNoVersion, Code::invalid_argument, "no version to publish");
   // Trainer 0's version is the step's; the others must publish the same one.
   auto check = [&](uint64_t named) {
     DCR_REQUIRE(version == named, Code::invalid_argument,
@@ -258,15 +240,15 @@ uint64_t Rollout::committed() const { return core_->committed; }
 const StepStats& Rollout::last_step() const { return core_->stats; }
 
 Status Rollout::attach(const std::vector<BufferMemory>& memory) {
-  DCR_TRY(Shard::attach(core_->plan.manifest, holdings(), memory, &core_->serving));
-  core_->attached = true;
-  return Status::ok();
+  return Shard::attach(core_->plan.manifest, holdings(), memory, &core_->serving);
 }
 
 Status Rollout::receive(uint64_t* version, bool* closed) {
   EndpointCore& c = *core_;
   auto check = [&](uint64_t) {
-    return c.attached ? Status::ok() : Status(Code::invalid_argument, c.topology.describe() + " has no buffers attached");
+    return c.serving.holdings().pieces.empty()
+               ? Status(Code::invalid_argument, c.topology.describe() + " has no buffers attached")
+               : Status::ok();
   };
   DCR_TRY(c.step(kNoVersion, check, closed));
   *version = c.committed;

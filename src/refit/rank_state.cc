@@ -56,16 +56,6 @@ Status make_source(const RefitConfig& config, const RefitPlan& plan, const Canon
   return Status::ok();
 }
 
-Status open_journal(RankState* s) {
-  if (s->config.state_dir.empty()) return Status::ok();
-  std::error_code error;
-  std::filesystem::create_directories(s->config.state_dir, error);
-  DCR_REQUIRE(!error, Code::io_error, "cannot create state directory '" + s->config.state_dir + "': " + error.message());
-  s->journal = std::make_unique<Journal>();
-  return s->journal->open(s->config.state_dir + "/rank-" + std::to_string(s->topology.world_rank) + ".journal");
-}
-
-
 // What each rank sets up on its own (the checkpoint, plan, journal, source); it can fail on some
 // ranks only (a missing weights package, a file one node cannot read).
 Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
@@ -74,7 +64,7 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   DCR_TRY(make_plan(config, s->topology, &s->plan));
   DCR_TRY(parse_frame_fault(config.fault, &s->frame_fault));
   DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
-  DCR_TRY(open_journal(s));
+  DCR_TRY(s->open_state());
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));
   return Status::ok();
@@ -86,19 +76,22 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   DCR_TRY(check_refit_config(config));  // the same verdict on every rank
   s->config = config;
   DCR_TRY(make_topology(config, world, &s->topology));
-  s->control = mpi_collective(world);
+  s->committed = 0;  // the harness counts versions from 0, the first full sync
+  s->own_control = mpi_collective(world);
+  s->control = s->own_control.get();
   DCR_TRY(all_ok(s, set_up_local(config, world, s), "set-up"));
-  DCR_TRY(make_transport(config.transport, world, &s->transport));
+  DCR_TRY(make_transport(config.transport, world, &s->own_transport));
+  s->transport = s->link = s->own_transport.get();
   const Topology& t = s->topology;
   if (t.role == Role::trainer && config.link_gbps > 0) {
     RateLimit limit;
     limit.bytes_per_s = config.link_gbps * 1e9 / 8;
     limit.peers = {t.relay_rank(0)};
-    s->limited = std::make_unique<RateLimitedTransport>(s->transport.get(), limit);
+    s->limited = std::make_unique<RateLimitedTransport>(s->transport, limit);
+    s->link = s->limited.get();
   }
+  if (s->spool) s->keep_sent = &s->sent;
   if (t.role == Role::trainer) {
-    for (int i = 0; i < config.encode_threads; ++i) s->encoders.push_back(std::make_unique<FrameEncoder>());
-    s->baseline = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
     s->current = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
   } else if (t.role == Role::rollout) {
     s->serving = Shard(s->plan.manifest, s->plan.rollout_holdings[t.index]);
@@ -141,33 +134,8 @@ Status advance_source_to(RankState* s, uint64_t version) {
   return s->source ? s->source->seek(version) : Status::ok();
 }
 
-namespace {
-std::vector<FrameEncoder*> encoders_of(const RankState& s) {
-  std::vector<FrameEncoder*> out;
-  for (const auto& e : s.encoders) out.push_back(e.get());
-  return out;
-}
-}  // namespace
-
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats) {
-  const Link link{s->link(), &s->topology, s->config.window, s->config.timeout_s, &s->kill};
-  const Topology& t = s->topology;
-  Status status;
-  switch (t.role) {
-    case Role::trainer:
-      s->sent.clear();
-      status = trainer_step(s->plan, link, t.index, kind, versions, &s->baseline, &s->current, s->frame_fault,
-                            encoders_of(*s), stats, s->spool && kind == FrameKind::delta ? &s->sent : nullptr);
-      break;
-    case Role::relay:
-      status = relay_step(s->plan, link, t.index, versions.target, stats);
-      break;
-    case Role::rollout:
-      status = rollout_step(s->plan, link, t.index, versions, kind == FrameKind::full, serving, &s->decoder, stats);
-      break;
-  }
-  if (!status.is_ok()) DCR_LOG(error, "refit", "%s: %s", t.describe().c_str(), status.to_string().c_str());
-  return status.is_ok();
+  return s->transfer(kind, versions, serving, stats).is_ok();
 }
 
 void reduce_stats(const StepStats& mine, MPI_Comm world, StepStats* total) {

@@ -24,32 +24,24 @@
 #include "dcr/refit/topology.h"
 #include "dcr/spool/frame_spool.h"
 #include "dcr/transport/transport.h"
+#include "src/refit/endpoint_core.h"
 
 namespace dcr {
 
-struct RankState {
-  RefitConfig config;
-  Topology topology;
-  RefitPlan plan;
-  std::unique_ptr<Collective> control;         // votes and decisions (over the world communicator)
-  std::unique_ptr<Transport> transport;        // the data plane
+// The harness's rank: the endpoint core (transport, plan, journal, commit) plus what only `dcr
+// refit` has: the version source, the full-refit copy, the spool, the MPI_Bcast comparison.
+struct RankState : EndpointCore {
+  std::unique_ptr<Collective> own_control;     // over the world communicator
+  std::unique_ptr<Transport> own_transport;    // the data plane
   std::unique_ptr<Transport> limited;          // trainers: the emulated link to the root relay
   std::unique_ptr<VersionSource> source;       // trainers, and rollouts that verify
   uint64_t touched = 0, peak_rss = 0;          // trainers: checkpoint bytes touched, VmHWM, at the last load
-  Shard baseline, current;                     // trainers
-  Shard serving, full_serving;                 // rollouts: the refit target, and the full-refit copy
-  std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
-  FrameDecoder decoder;
-  FrameFault frame_fault;
-  KillPoint kill;
-  std::unique_ptr<Journal> journal;            // with --state-dir
+  Shard full_serving;                          // rollouts: the full-refit copy
   std::unique_ptr<FrameSpool> spool;           // with --spool-dir
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
-  uint64_t committed = 0;                      // this rank's committed version
   RefitObserver observer;                      // world rank 0: where progress lines and records go
   MPI_Comm bcast_comm = MPI_COMM_NULL;         // trainer 0 + rollouts
 
-  Transport* link() { return limited ? limited.get() : transport.get(); }
   bool has_model() const {
     return topology.role == Role::trainer || (topology.role == Role::rollout && config.verify);
   }
@@ -77,10 +69,6 @@ void reduce_stats(const StepStats& mine, MPI_Comm world, StepStats* total);
 // Whether every rollout's shard equals the model's current bits (true where nobody verifies).
 bool verified(RankState* s, const Shard& shard, MPI_Comm world);
 
-// Two-phase joint commit of `versions.target`: every rank votes, world rank 0 decides (all yes)
-// and records the decision durably before broadcasting it; every rank then records it. On commit
-// the rank's committed version becomes the target. Returns the decision.
-bool joint_commit(RankState* s, bool vote, Versions versions, MPI_Comm world);
 
 // Rollouts: an HDF5 snapshot of the serving buffers at the committed version, recorded in the journal.
 Status write_snapshot(RankState* s);

@@ -76,10 +76,9 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
   StepStats stats;
   const bool vote = transfer(s, kind, versions, &s->serving, &stats);
   const auto commit_start = Clock::now();
-  r.committed = joint_commit(s, vote, versions, world);
+  r.committed = s->commit(vote, versions);
   r.commit_s = since(commit_start);
   r.seconds = since(start);
-  if (r.committed && s->topology.role == Role::trainer) s->baseline.copy_from(s->current);
   StepStats total;
   reduce_stats(stats, world, &total);
   r.frames = total.frames;

@@ -51,6 +51,7 @@ struct CallerMemory {
 
 // What one rank saw at each script entry: the status code and its committed version after it.
 struct Seen {
+  uint64_t start = 0;  // the committed version when the endpoint was created
   std::vector<Code> codes;
   std::vector<uint64_t> committed;
   std::vector<bool> bitexact;  // rollouts: buffers equal the expected serving layout
@@ -102,6 +103,7 @@ class EndpointTest : public ::testing::Test {
     std::unique_ptr<Trainer> trainer;
     const Status created = Trainer::create(spec_, transport, control, &trainer);
     ASSERT_TRUE(created.is_ok()) << created.to_string();
+    seen->start = trainer->committed();
     // The trainer's own shard, as a training framework holds it.
     Shard shard(spec_.manifest, trainer->holdings());
     std::vector<BufferMemory> memory;
@@ -121,6 +123,7 @@ class EndpointTest : public ::testing::Test {
   void run_rollout(const std::vector<uint64_t>& script, Transport* transport, Collective* control, Seen* seen) {
     std::unique_ptr<Rollout> rollout;
     ASSERT_TRUE(Rollout::create(spec_, transport, control, &rollout).is_ok());
+    seen->start = rollout->committed();
     CallerMemory memory(rollout->holdings());
     ASSERT_TRUE(rollout->attach(memory.memory).is_ok());
     for (size_t i = 0; i < script.size(); ++i) {
@@ -176,6 +179,18 @@ TEST_F(EndpointTest, EveryVersionCommitsBitExactIntoCallerMemory) {
     for (bool exact : seen[r].bitexact) EXPECT_TRUE(exact) << "rollout rank " << r;
   }
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(journal_committed(r), 5u) << "rank " << r;
+}
+
+TEST_F(EndpointTest, ARestartedJobResumesAtTheCommittedVersionFromItsJournals) {
+  run({1, 2});
+  // New endpoints on the same state directory (the caller's rollout buffers start blank): they
+  // agree on version 2, and the first step after the resume goes as full frames.
+  const std::vector<Seen> seen = run({3, 4});
+  for (int r : {0, 1, 3, 4}) {
+    EXPECT_EQ(seen[r].start, 2u) << "rank " << r;
+    EXPECT_EQ(seen[r].committed, (std::vector<uint64_t>{3, 4})) << "rank " << r;
+  }
+  for (int r : {3, 4}) EXPECT_EQ(seen[r].bitexact, (std::vector<bool>{true, true})) << "rank " << r;
 }
 
 TEST_F(EndpointTest, AShardOfTheWrongSizeIsRefusedBeforeAnythingIsSent) {

@@ -55,7 +55,8 @@ class Trainer {
   const Holdings& holdings() const;
   // Streams `version` from `shard` (one BufferMemory per holdings buffer, read as it is now) and
   // returns once the job decided: ok when committed, aborted (naming the cause where this rank
-  // knows it) when not. Every trainer calls it with the same version, above the committed one.
+  // knows it) when not. Every trainer calls it with the same version, above the committed one and
+  // below kNoVersion (UINT64_MAX, which close() sends).
   Status publish(uint64_t version, const std::vector<BufferMemory>& shard);
   // Ends the job for every endpoint: relays return from serve(), rollouts from receive() closed.
   // Every trainer calls it.

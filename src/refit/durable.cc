@@ -1,4 +1,4 @@
-// The joint commit and what each rank makes durable around it.
+// What the harness makes durable after each commit: the spool copy of the delta and the snapshot.
 #include <algorithm>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
@@ -7,39 +7,6 @@
 #include "src/refit/rank_state.h"
 
 namespace dcr {
-
-namespace {
-
-// After a commit the journal needs only the version chain's head and the newest snapshot.
-Status compact(RankState* s, Versions versions) {
-  if (!s->journal) return Status::ok();
-  std::vector<JournalRecord> keep = {{JournalRecord::committed, versions.target, versions.base, s->plan.manifest.hash()}};
-  uint64_t snapshot = 0;
-  if (s->journal->last_snapshot(&snapshot)) keep.push_back({JournalRecord::snapshot, snapshot, 0, 0});
-  return s->journal->compact(keep);
-}
-
-void report(RankState* s, const Status& status, const char* what) {
-  if (!status.is_ok()) {
-    DCR_LOG(error, "refit", "%s: %s: %s", s->topology.describe().c_str(), what, status.to_string().c_str());
-  }
-}
-
-}  // namespace
-
-bool joint_commit(RankState* s, bool vote, Versions versions, MPI_Comm world) {
-  CommitParty party;
-  party.control = s->control.get();
-  party.journal = s->journal.get();
-  party.durable_vote = s->topology.role == Role::rollout;
-  party.manifest_hash = s->plan.manifest.hash();
-  party.before_decision = [s, versions] { return fault_point(s->kill, s->topology, Phase::commit, versions.target); };
-  party.report = [s](const Status& st, const char* what) { report(s, st, what); };
-  if (!joint_decision(party, vote, versions)) return false;
-  report(s, compact(s, versions), "journal compaction");
-  s->committed = versions.target;
-  return true;
-}
 
 Status publish_to_spool(RankState* s, Versions versions) {
   if (!s->spool || s->topology.role != Role::trainer || s->sent.empty()) return Status::ok();

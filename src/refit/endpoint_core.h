@@ -1,0 +1,71 @@
+// Internal to the refit: what one endpoint holds whatever its role, and the protocol every role
+// runs: one pass of frames through the relay tree, and the joint commit around it. The library's
+// Trainer, Relay and Rollout are façades over it; the `dcr refit` harness (RankState) is built on
+// it and adds the change model, the comparisons, snapshots, the spool and recovery.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "dcr/codec/decoder.h"
+#include "dcr/codec/encoder.h"
+#include "dcr/journal/journal.h"
+#include "dcr/layout/shard.h"
+#include "dcr/refit/collective.h"
+#include "dcr/refit/commit.h"
+#include "dcr/refit/config.h"
+#include "dcr/refit/faults.h"
+#include "dcr/refit/plan.h"
+#include "dcr/refit/roles.h"
+#include "dcr/refit/topology.h"
+#include "dcr/transport/transport.h"
+
+namespace dcr {
+
+class EndpointCore {
+ public:
+  RefitConfig config;
+  Topology topology;
+  RefitPlan plan;
+  Transport* transport = nullptr;  // the data plane (the caller's)
+  Transport* link = nullptr;       // trainers: what frames are sent on (transport, or a rate-limited view)
+  Collective* control = nullptr;   // votes, decisions, versions (the caller's)
+  KillPoint kill;                  // test only: kill -9 (harness) or a failed step (endpoint tests)
+  FrameFault frame_fault;          // test only: trainer 0 sends a wrong-base or corrupt frame
+  std::unique_ptr<Journal> journal;  // with a state directory
+  std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
+  FrameDecoder decoder;
+  Shard baseline, current;         // trainers: the last committed shard, and the version being sent
+  Shard serving;                   // rollouts: the refit target
+  std::vector<SharedBytes>* keep_sent = nullptr;  // trainers: where a step's delta frames are kept (spool)
+  uint64_t committed = kNoVersion;
+  StepStats stats;                 // of the last step
+
+  // Opens the journal (state directory) and, for trainers, the encoders and the baseline shard.
+  Status open_state();
+  // The channel of the next pass of frames: every rank counts passes alike, so a failed pass's
+  // stale frames are never taken by a later one.
+  uint32_t next_channel();
+  // One pass of `kind` frames base -> target: trainers send from `current` on `link`, relays
+  // forward, rollouts apply into `into` (their serving shard, or another copy); what this rank did
+  // is added to *stats. Logs and returns this rank's error.
+  Status transfer(FrameKind kind, Versions versions, Shard* into, StepStats* stats);
+  // The joint commit of versions.target (commit.h) with this rank's journal, fault point and journal
+  // compaction; on commit, promotes the trainer's baseline and sets `committed`. Returns the decision.
+  bool commit(bool vote, Versions versions);
+
+  // The library's step: trainer 0 names `proposed` (kNoVersion ends the job: *closed), every rank
+  // checks it is ready for the named version (`check`, null: ready), the frames move (as deltas from
+  // the committed version, or full frames for the first version, after a resume, and when a failed
+  // version is abandoned for another) and the job commits.
+  Status step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed);
+  uint64_t failed = kNoVersion;  // the target of a step that did not commit since the last commit
+  bool resumed = false;          // the first step after a resume goes as full frames
+
+ private:
+  uint64_t passes_ = 0;
+};
+
+}  // namespace dcr
