@@ -7,6 +7,7 @@ find_package(MPI REQUIRED COMPONENTS CXX)
 find_package(Boost 1.71 REQUIRED COMPONENTS program_options)
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
 
 find_package(zstd CONFIG QUIET)
 if(TARGET zstd::libzstd_shared)

@@ -10,6 +10,7 @@ packages=(
   libhdf5-dev hdf5-tools              # HDF5: snapshots and checkpoints (h5dump)
   libzstd-dev zstd                    # zstd: entropy stage
   libxxhash-dev                       # XXH3 hashes
+  libssl-dev                          # OpenSSL 3: HMAC-SHA-256 and AES-256-GCM sealed frames
   libboost-program-options-dev        # command line and INI configs
   libgtest-dev                        # GoogleTest
   nlohmann-json3-dev                  # JSON records and tfjs manifests

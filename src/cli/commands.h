@@ -8,6 +8,7 @@ int run_bench(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_export(int argc, char** argv);
 int run_info(int argc, char** argv);
+int run_keygen(int argc, char** argv);
 int run_refit_command(int argc, char** argv);
 int run_state(int argc, char** argv);
 int run_project(int argc, char** argv);

@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"project", "refit time for large models projected from rates measured here (--calibrate: vs the paper)", dcr::cli::run_project},
     {"convert", "convert a checkpoint between safetensors and HDF5 (.safetensors, .h5/.hdf5), bit for bit", dcr::cli::run_convert},
     {"export", "vLLM sharded-state serving files of every TP rank, from a full HF checkpoint", dcr::cli::run_export},
+    {"keygen", "a job key file for authenticated (and encrypted) frames, or the next key appended to one", dcr::cli::run_keygen},
     {"info", "build configuration and library versions (MPI, UCX, HDF5, zstd, CUDA)", dcr::cli::run_info},
 };
 

@@ -80,7 +80,13 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("catchup-max", po::value(&c->catchup_max)->default_value(c->catchup_max),
        "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync. "
        "The spool keeps this many newest versions (trainer 0 prunes the rest after each publish)")
-      ("fault", po::value(&c->fault), "test only: wrong-base@VERSION or corrupt@VERSION")
+      ("key-file", po::value(&c->key_file),
+       "job key file (dcr keygen; owner-only permissions): frames are sealed with HMAC-SHA-256 under its last key "
+       "and verified by relays and rollouts before use; it is read again before every version (key rotation). "
+       "Without it frames are unauthenticated")
+      ("encrypt", po::value(&c->encrypt)->default_value(c->encrypt),
+       "with --key-file: seal frames with AES-256-GCM instead (payload encrypted on the wire and in the spool)")
+      ("fault", po::value(&c->fault), "test only: wrong-base@V, corrupt@V, forge@V or unsealed@V")
       ("fail-at", po::value(&c->fail_at),
        "test only: ROLE:INDEX:PHASE:VERSION kills that rank (kill -9) in phase encode|stream|apply|commit");
   po::variables_map vm;

@@ -43,7 +43,8 @@ std::string FrameHeader::describe() const {
 
 // Byte layout (little-endian):
 //   0 magic u32 | 4 format version u16 | 6 header bytes u16 | 8 tensor id u32 | 12 element width u8
-//  13 position coding u8 | 14 value mode u8 | 15 value packing u8 | 16 flags u8 | 17..23 zero
+//  13 position coding u8 | 14 value mode u8 | 15 value packing u8 | 16 flags u8 | 17 seal u8
+//  18 key id u32 | 22..23 zero
 //  24 row0 u64 | 32 rows u64 | 40 col0 u64 | 48 cols u64 | 56 changed u64 | 64 base version u64
 //  72 target version u64 | 80 base hash u64 | 88 target hash u64 | 96 payload bytes u64
 // 104 payload hash u64 | 112 header hash u64 (hash64 of bytes 0..111)
@@ -59,13 +60,33 @@ void write_frame_header(const FrameHeader& h, uint8_t* out) {
   put_le(&b, static_cast<uint8_t>(h.value_mode), 1);
   put_le(&b, static_cast<uint8_t>(h.value_packing), 1);
   put_le(&b, h.flags, 1);
-  put_le(&b, 0, 7);
+  put_le(&b, static_cast<uint8_t>(h.seal), 1);
+  put_le(&b, h.key_id, 4);
+  put_le(&b, 0, 2);
   for (uint64_t v : {h.box.row0, h.box.rows, h.box.col0, h.box.cols, h.changed, h.base_version,
                      h.target_version, h.base_hash, h.target_hash, h.payload_bytes, h.payload_hash}) {
     put_le(&b, v, 8);
   }
   put_le(&b, hash64(b.data(), b.size()), 8);
   std::copy(b.begin(), b.end(), out);
+}
+
+size_t seal_trailer_bytes(Seal seal) {
+  switch (seal) {
+    case Seal::none: return 0;
+    case Seal::hmac_sha256: return 32;
+    case Seal::aes256_gcm: return 12 + 16;
+  }
+  return 0;
+}
+
+const char* seal_name(Seal seal) {
+  switch (seal) {
+    case Seal::none: return "none";
+    case Seal::hmac_sha256: return "hmac-sha256";
+    case Seal::aes256_gcm: return "aes-256-gcm";
+  }
+  return "?";
 }
 
 namespace {
@@ -85,8 +106,12 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
   DCR_REQUIRE(p[13] < kPosCodingCount, Code::corrupt, "unknown position coding");
   DCR_REQUIRE(p[14] < kValueModeCount, Code::corrupt, "unknown value mode");
   DCR_REQUIRE(p[15] < kValuePackingCount, Code::corrupt, "unknown value packing");
-  DCR_REQUIRE((p[16] & ~kFrameFlagFull) == 0 && get_le(p + 17, 7) == 0, Code::corrupt,
+  DCR_REQUIRE((p[16] & ~kFrameFlagFull) == 0 && get_le(p + 22, 2) == 0, Code::corrupt,
               "frame header has unknown flags or non-zero reserved bytes");
+  DCR_REQUIRE(p[17] < kSealCount, Code::corrupt, "unknown frame seal " + std::to_string(p[17]));
+  h->seal = static_cast<Seal>(p[17]);
+  h->key_id = static_cast<uint32_t>(get_le(p + 18, 4));
+  DCR_REQUIRE(h->seal != Seal::none || h->key_id == 0, Code::corrupt, "unsealed frame names a key id");
   h->pos_coding = static_cast<PosCoding>(p[13]);
   h->value_mode = static_cast<ValueMode>(p[14]);
   h->value_packing = static_cast<ValuePacking>(p[15]);
@@ -116,16 +141,25 @@ Status peek_frame_header(const uint8_t* frame, size_t size, FrameHeader* header)
               "frame truncated: " + std::to_string(size) + " bytes, header alone needs " +
                   std::to_string(kFrameHeaderBytes));
   DCR_TRY(check_fields(frame, header));
-  const uint64_t payload = size - kFrameHeaderBytes;
-  DCR_REQUIRE(header->payload_bytes == payload, Code::corrupt,
-              "frame " + header->describe() + ": payload is " + std::to_string(payload) +
-                  " bytes, header says " + std::to_string(header->payload_bytes) +
-                  (payload < header->payload_bytes ? " (truncated)" : " (trailing bytes)"));
+  const uint64_t body = size - kFrameHeaderBytes, trailer = seal_trailer_bytes(header->seal);
+  DCR_REQUIRE(body >= trailer && header->payload_bytes == body - trailer, Code::corrupt,
+              "frame " + header->describe() + ": payload" + (trailer ? " and seal are " : " is ") +
+                  std::to_string(body) + " bytes, header says " + std::to_string(header->payload_bytes) +
+                  (trailer ? " + " + std::to_string(trailer) : "") +
+                  (body < header->payload_bytes + trailer ? " (truncated)" : " (trailing bytes)"));
   return Status::ok();
+}
+
+Status check_stored_frame(const uint8_t* frame, size_t size, FrameHeader* header) {
+  DCR_TRY(peek_frame_header(frame, size, header));
+  return header->seal == Seal::none ? parse_frame_header(frame, size, header) : Status::ok();
 }
 
 Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header) {
   DCR_TRY(peek_frame_header(frame, size, header));
+  DCR_REQUIRE(header->seal == Seal::none, Code::corrupt,
+              "frame " + header->describe() + " is sealed (" + seal_name(header->seal) + ", key " +
+                  std::to_string(header->key_id) + "): it must be opened with the job's key before it is applied");
   const uint64_t payload = size - kFrameHeaderBytes;
   DCR_REQUIRE(hash64(frame + kFrameHeaderBytes, payload) == header->payload_hash, Code::corrupt,
               "frame " + header->describe() + ": payload checksum mismatch");

@@ -20,6 +20,8 @@ Status check_refit_config(const RefitConfig& c) {
   DCR_REQUIRE(!c.from_checkpoints() || c.init_checkpoint.empty(), Code::invalid_argument,
               "--init-checkpoint starts the change model; with --checkpoints or --watch every version is a checkpoint");
   DCR_REQUIRE(c.watch_timeout_s > 0 && c.watch_timeout_s <= 1e6, Code::invalid_argument, "--watch-timeout must be in (0, 1e6] seconds");
+  DCR_REQUIRE(!c.encrypt || !c.key_file.empty(), Code::invalid_argument,
+              "--encrypt needs --key-file (make one with: dcr keygen FILE)");
   DCR_REQUIRE(c.transport == "ucx" || c.transport == "mpi", Code::invalid_argument,
               "--transport '" + c.transport + "' is not ucx or mpi");
   DCR_REQUIRE(c.steps >= 0, Code::invalid_argument, "--steps must not be negative");

@@ -18,7 +18,16 @@ constexpr uint32_t kFirstPassChannel = 16;
 constexpr uint32_t kPassChannels = 1u << 30;
 }  // namespace
 
+Status EndpointCore::reload_keys() {
+  if (config.key_file.empty()) return Status::ok();
+  auto ring = std::make_shared<Keyring>();
+  DCR_TRY(Keyring::load(config.key_file, ring.get()));
+  keys = std::move(ring);
+  return Status::ok();
+}
+
 Status EndpointCore::open_state() {
+  DCR_TRY(reload_keys());
   if (topology.role == Role::trainer) {
     for (int i = 0; i < config.encode_threads; ++i) encoders.push_back(std::make_unique<FrameEncoder>());
     baseline = Shard(plan.manifest, plan.trainer_holdings[topology.index]);
@@ -34,7 +43,7 @@ Status EndpointCore::open_state() {
 uint32_t EndpointCore::next_channel() { return kFirstPassChannel + static_cast<uint32_t>(passes_++ % kPassChannels); }
 
 Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, StepStats* out) {
-  const Link pass{link, &topology, config.window, config.timeout_s, &kill, next_channel()};
+  const Link pass{link, &topology, config.window, config.timeout_s, &kill, next_channel(), keys.get(), config.encrypt};
   Status st;
   switch (topology.role) {
     case Role::trainer: {
@@ -126,6 +135,7 @@ Status set_up_endpoint(const EndpointSpec& spec, Transport* t, Collective* c, Ro
   core->transport = core->link = t;
   core->control = c;
   core->kill = spec.fault;
+  if (!spec.keys.keys().empty()) core->keys = std::make_shared<Keyring>(spec.keys);
   // Every rank on one node: the tree is the same for all.
   DCR_TRY(make_topology_from_nodes(core->config, c->rank(), std::vector<int>(static_cast<size_t>(c->size()), 0),
                                    &core->topology));

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "dcr/auth/keyring.h"
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/journal/journal.h"
@@ -34,6 +35,7 @@ class EndpointCore {
   Collective* control = nullptr;   // votes, decisions, versions (the caller's)
   KillPoint kill;                  // test only: kill -9 (harness) or a failed step (endpoint tests)
   FrameFault frame_fault;          // test only: trainer 0 sends a wrong-base or corrupt frame
+  std::shared_ptr<const Keyring> keys;  // with a key file: frames are sealed, verified and opened
   std::unique_ptr<Journal> journal;  // with a state directory
   std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
   FrameDecoder decoder;
@@ -43,8 +45,11 @@ class EndpointCore {
   uint64_t committed = kNoVersion;
   StepStats stats;                 // of the last step
 
-  // Opens the journal (state directory) and, for trainers, the encoders and the baseline shard.
+  // Opens the journal (state directory), reads the key file, and, for trainers, makes the
+  // encoders and the baseline shard.
   Status open_state();
+  // Reads the key file again (a job rotates keys between versions by appending a key to it).
+  Status reload_keys();
   // The channel of the next pass of frames: every rank counts passes alike, so a failed pass's
   // stale frames are never taken by a later one.
   uint32_t next_channel();

@@ -49,10 +49,14 @@ Status parse_frame_fault(const std::string& text, FrameFault* fault) {
   *fault = FrameFault{};
   if (text.empty()) return Status::ok();
   const std::vector<std::string> parts = split(text, '@');
-  DCR_REQUIRE(parts.size() == 2 && (parts[0] == "wrong-base" || parts[0] == "corrupt") &&
-                  parse_number(parts[1], &fault->version),
-              Code::invalid_argument, "--fault '" + text + "' is not wrong-base@VERSION or corrupt@VERSION");
-  fault->kind = parts[0] == "wrong-base" ? FrameFault::wrong_base : FrameFault::corrupt;
+  const char* names[] = {"wrong-base", "corrupt", "forge", "unsealed"};
+  const FrameFault::Kind kinds[] = {FrameFault::wrong_base, FrameFault::corrupt, FrameFault::forge, FrameFault::unsealed};
+  bool known = false;
+  for (int i = 0; i < 4; ++i) {
+    if (parts.size() == 2 && parts[0] == names[i]) fault->kind = kinds[i], known = true;
+  }
+  DCR_REQUIRE(known && parse_number(parts[1], &fault->version), Code::invalid_argument,
+              "--fault '" + text + "' is not wrong-base@VERSION, corrupt@VERSION, forge@VERSION or unsealed@VERSION");
   return Status::ok();
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "dcr/auth/seal.h"
 #include "dcr/ckpt/hdf5_checkpoint.h"
 #include "dcr/core/log.h"
 #include "dcr/refit/commit.h"
@@ -41,7 +42,8 @@ Status catch_up(RankState* s, uint64_t from, uint64_t to) {
   for (const VersionEntry& entry : chain) {
     std::vector<std::vector<uint8_t>> frames;
     DCR_TRY(s->spool->read_version(entry.target, &frames));
-    for (const std::vector<uint8_t>& frame : frames) {
+    for (std::vector<uint8_t>& frame : frames) {
+      if (s->keys) DCR_TRY(open_frame(*s->keys, &frame).with_context("spool version " + std::to_string(entry.target)));
       FrameHeader header;
       DCR_TRY(peek_frame_header(frame.data(), frame.size(), &header));
       const std::vector<int>* receivers = s->plan.receivers_of(header.box);

@@ -107,6 +107,14 @@ std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t
          " (" + std::to_string(model_bytes) + " bytes, family " + s.plan.rules.family + ")";
 }
 
+std::string describe_keys(const RankState& s) {
+  if (!s.keys) return "dcr refit: frames are NOT authenticated (no --key-file): anyone who can reach a rank or write the "
+                      "spool can forge a delta";
+  return std::string("dcr refit: frames sealed with ") + (s.config.encrypt ? "AES-256-GCM (encrypted)" : "HMAC-SHA-256") +
+         " under key id " + std::to_string(s.keys->sealing().id) + " of '" + s.config.key_file + "' (" +
+         std::to_string(s.keys->keys().size()) + " key(s) accepted)";
+}
+
 uint64_t piece_bytes(const RefitPlan& plan, const Holdings& h) {
   uint64_t total = 0;
   for (const LocalPiece& p : h.pieces) total += p.box.elements() * plan.manifest.tensors[p.box.tensor].width();
@@ -167,7 +175,10 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
   report->manifest_hash = s.plan.manifest.hash();
   report->model_bytes = s.plan.manifest.total_bytes();
   report->summary = describe_job(config, s, report->model_bytes);
-  if (t.world_rank == 0) s.observer.note("dcr refit: " + report->summary);
+  if (t.world_rank == 0) {
+    s.observer.note("dcr refit: " + report->summary);
+    s.observer.note(describe_keys(s));
+  }
 
   uint64_t first = 0;
   DCR_TRY(recover(&s, world, &first));
@@ -176,6 +187,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     DCR_TRY(version_exists(&s, version, world, &exists));
     if (!exists) break;
     DCR_TRY(seek_everywhere(&s, version, world));
+    DCR_TRY(all_ok(&s, s.reload_keys(), "reading the key file"));  // a key appended since seals this version
     if (config.from_checkpoints() && t.world_rank == 0) {
       char line[64];
       std::snprintf(line, sizeof line, "v%-3llu from ", static_cast<unsigned long long>(version));

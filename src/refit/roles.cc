@@ -5,6 +5,7 @@
 #include <memory>
 #include <thread>
 
+#include "dcr/auth/seal.h"
 #include "dcr/core/hash.h"
 
 namespace dcr {
@@ -17,6 +18,27 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // Flips one payload bit of a frame (a wire corruption the receiver must catch).
 void corrupt(std::vector<uint8_t>* frame) {
   if (frame->size() > kFrameHeaderBytes) (*frame)[kFrameHeaderBytes] ^= 0x10;
+}
+
+// What an adversary without the key can send: the frame re-sealed under a random key that claims
+// the same key id (every XXH3 hash consistent), or the plain frame without a MAC.
+Status forge(const Keyring& keys, bool encrypt, bool seal_it, std::vector<uint8_t>* frame) {
+  DCR_TRY(open_frame(keys, frame));
+  if (!seal_it) return Status::ok();
+  Key fake;
+  fake.id = keys.sealing().id;
+  for (size_t i = 0; i < fake.bytes.size(); ++i) fake.bytes[i] = static_cast<uint8_t>(0x5a ^ i);
+  return seal_frame(Keyring::of({fake}), encrypt, frame);
+}
+
+// A sealed frame from a rank without a key file is refused with the reason.
+Status check_unsealed(const uint8_t* frame, size_t size) {
+  FrameHeader h;
+  DCR_TRY(peek_frame_header(frame, size, &h));
+  DCR_REQUIRE(h.seal == Seal::none, Code::corrupt,
+              "frame " + h.describe() + " is sealed (" + seal_name(h.seal) + ", key " + std::to_string(h.key_id) +
+                  ") but this rank has no --key-file");
+  return Status::ok();
 }
 
 Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
@@ -33,27 +55,34 @@ Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
 
 namespace {
 
-// Encodes one planned frame of this trainer (with a test fault applied to its versions).
-Status encode_frame(const RefitPlan& plan, const PlannedFrame& f, FrameKind kind, Versions versions, Shard* baseline,
-                    Shard* current, FrameEncoder* encoder, std::vector<uint8_t>* frame, EncodeStats* stats) {
+// Encodes one planned frame of this trainer (with a test fault applied to its versions), sealed
+// when the job has a key.
+Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame& f, FrameKind kind, Versions versions,
+                    Shard* baseline, Shard* current, FrameEncoder* encoder, std::vector<uint8_t>* frame,
+                    EncodeStats* stats) {
   Region base, target;
   DCR_TRY(baseline->region(f.box, &base));
   DCR_TRY(current->region(f.box, &target));
   EncodeOptions options = encoder->options();
   options.sign_magnitude = dtype_is_float(plan.manifest.tensors[f.box.tensor].dtype);
   encoder->set_options(options);
-  if (kind == FrameKind::full) return encoder->encode_full(target, versions.target, frame, stats);
-  return encoder->encode_delta(base, target, versions, frame, stats);
+  if (kind == FrameKind::full) {
+    DCR_TRY(encoder->encode_full(target, versions.target, frame, stats));
+  } else {
+    DCR_TRY(encoder->encode_delta(base, target, versions, frame, stats));
+  }
+  return link.keys ? seal_frame(*link.keys, link.encrypt, frame) : Status::ok();
 }
 
 // Encodes frames [first, first + frames->size()) of the plan, one per encoder, in parallel.
-Status encode_wave(const RefitPlan& plan, const std::vector<PlannedFrame>& planned, size_t first, FrameKind kind,
+Status encode_wave(const RefitPlan& plan, const Link& link, const std::vector<PlannedFrame>& planned, size_t first,
+                   FrameKind kind,
                    Versions versions, Shard* baseline, Shard* current, const std::vector<FrameEncoder*>& encoders,
                    std::vector<std::vector<uint8_t>>* frames, std::vector<EncodeStats>* stats) {
   std::vector<Status> results(frames->size());
   auto work = [&](size_t w) {
-    results[w] = encode_frame(plan, planned[first + w], kind, versions, baseline, current, encoders[w], &(*frames)[w],
-                              &(*stats)[w]);
+    results[w] = encode_frame(plan, link, planned[first + w], kind, versions, baseline, current, encoders[w],
+                              &(*frames)[w], &(*stats)[w]);
   };
   std::vector<std::thread> helpers;
   for (size_t w = 1; w < frames->size(); ++w) helpers.emplace_back(work, w);
@@ -81,12 +110,16 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     const size_t wave = std::min(encoders.size(), planned.size() - first);
     frames.assign(wave, {});
     encode_stats.assign(wave, {});
-    DCR_TRY(encode_wave(plan, planned, first, kind, encoded, baseline, current, encoders, &frames, &encode_stats));
+    DCR_TRY(encode_wave(plan, link, planned, first, kind, encoded, baseline, current, encoders, &frames, &encode_stats));
     stats->encode_s += since(start);
     start = Clock::now();
     for (size_t w = 0; w < wave; ++w) {
       if (stats->frames == planned.size() / 2) DCR_TRY(fault_point(*link.kill, *link.topology, Phase::stream, versions.target));
       if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(&frames[w]);
+      if (hit && link.keys && (fault.kind == FrameFault::forge || fault.kind == FrameFault::unsealed) &&
+          stats->frames == 0) {
+        DCR_TRY(forge(*link.keys, link.encrypt, fault.kind == FrameFault::forge, &frames[w]));
+      }
       stats->frames += 1;
       stats->wire_bytes += frames[w].size();
       stats->changed += encode_stats[w].changed;
@@ -104,6 +137,29 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
   return Status::ok();
 }
 
+namespace {
+
+// An empty message on the pass's channel ends the pass below a relay that refused a frame, so its
+// subtree learns it at once rather than after --timeout; the relay then takes the rest of the
+// frames it expected (dropped), so the senders' posted sends complete.
+void abort_pass(const Link& link, int relay, int parent, uint64_t left) {
+  const Topology& t = *link.topology;
+  auto empty = std::make_shared<const std::vector<uint8_t>>();
+  for (int child : t.relay_children[relay]) (void)link.transport->send(child, link.channel, empty);
+  for (uint64_t n = 0; n < left; ++n) {
+    Message dropped;
+    if (!link.transport->receive(parent, link.channel, &dropped, link.timeout_s).is_ok() || dropped.bytes.empty()) break;
+  }
+  (void)link.transport->wait_sends(link.timeout_s);
+}
+
+Status upstream_aborted(const Topology& t, const Message& m) {
+  return Status(Code::aborted, t.describe() + ": " + t.describe_rank(m.peer) +
+                                   " ended this version's frames (it refused one; see its message)");
+}
+
+}  // namespace
+
 Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats) {
   const Topology& t = *link.topology;
   const uint64_t expected = plan.frames_for_relay(t, relay);
@@ -117,12 +173,23 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
                              std::to_string(expected)));
     stats->wait_s += since(start);
     start = Clock::now();
+    if (message.bytes.empty()) {
+      abort_pass(link, relay, parent, 0);
+      return upstream_aborted(t, message);
+    }
+    const std::string from = t.describe() + ": frame " + std::to_string(n + 1) + " from " + t.describe_rank(message.peer);
+    const uint8_t* bytes = message.bytes.data();
+    Status checked = link.keys ? verify_frame(*link.keys, bytes, message.bytes.size()) : check_unsealed(bytes, message.bytes.size());
     FrameHeader header;
-    DCR_TRY(peek_frame_header(message.bytes.data(), message.bytes.size(), &header)
-                .with_context(t.describe() + ": frame from " + t.describe_rank(message.peer)));
-    const std::vector<int>* receivers = plan.receivers_of(header.box);
-    DCR_REQUIRE(receivers != nullptr, Code::corrupt,
-                t.describe() + ": frame for " + header.box.describe() + " matches no planned frame");
+    if (checked.is_ok()) checked = peek_frame_header(bytes, message.bytes.size(), &header);
+    const std::vector<int>* receivers = checked.is_ok() ? plan.receivers_of(header.box) : nullptr;
+    if (checked.is_ok() && receivers == nullptr) {
+      checked = Status(Code::corrupt, "frame for " + header.box.describe() + " matches no planned frame");
+    }
+    if (!checked.is_ok()) {
+      abort_pass(link, relay, parent, expected - n - 1);
+      return checked.with_context(from);
+    }
     auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(message.bytes));
     for (int child : t.relay_children[relay]) {
       if (!RefitPlan::child_needs(t, child, *receivers)) continue;
@@ -152,10 +219,13 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     DCR_TRY(link.transport->receive(parent, link.channel, &message, link.timeout_s)
                 .with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
                               std::to_string(expected)));
+    if (message.bytes.empty()) return upstream_aborted(t, message);
     stats->wait_s += since(start);
     start = Clock::now();
     FrameHeader header;
-    Status s = peek_frame_header(message.bytes.data(), message.bytes.size(), &header);
+    Status s = link.keys ? open_frame(*link.keys, &message.bytes) : Status::ok();
+    if (s.is_ok()) s = peek_frame_header(message.bytes.data(), message.bytes.size(), &header);
+    if (!s.is_ok()) s = s.with_context("frame " + std::to_string(n + 1) + " from " + t.describe_rank(message.peer));
     Region dst;
     if (s.is_ok()) s = shard->region(header.box, &dst);
     ApplyOutcome outcome;

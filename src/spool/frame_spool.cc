@@ -43,7 +43,7 @@ Status FramePublisher::add(const uint8_t* frame, size_t bytes) {
   const std::string what = "frame " + std::to_string(files_.size()) + " of version " + std::to_string(target_) +
                            " (writer " + std::to_string(writer_) + ")";
   FrameHeader h;
-  DCR_TRY(parse_frame_header(frame, bytes, &h).with_context(what));
+  DCR_TRY(check_stored_frame(frame, bytes, &h).with_context(what));
   DCR_REQUIRE(h.target_version == target_, Code::invalid_argument,
               what + ": it is a frame to version " + std::to_string(h.target_version));
   DCR_REQUIRE(h.is_full() || h.base_version == base_, Code::invalid_argument,
@@ -230,7 +230,7 @@ Status FrameSpool::read_frame(const std::string& manifest_path, const std::strin
   DCR_REQUIRE(hash64(frame->data(), frame->size()) == hash, Code::corrupt,
               what + " does not match the hash in its manifest");
   FrameHeader h;
-  const Status s = parse_frame_header(frame->data(), frame->size(), &h);
+  const Status s = check_stored_frame(frame->data(), frame->size(), &h);
   DCR_REQUIRE(s.is_ok(), Code::corrupt, what + ": " + s.message());
   DCR_REQUIRE(h.target_version == entry.target && (h.is_full() || h.base_version == entry.base), Code::corrupt,
               what + " holds a frame " + h.describe() + ", not one of version " + std::to_string(entry.base) +

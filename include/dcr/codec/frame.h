@@ -14,7 +14,7 @@
 namespace dcr {
 
 constexpr uint32_t kFrameMagic = 0x46524344;  // "DCRF" in little-endian byte order
-constexpr uint16_t kFrameFormatVersion = 2;
+constexpr uint16_t kFrameFormatVersion = 3;
 constexpr size_t kFrameHeaderBytes = 120;
 constexpr uint64_t kMaxFrameElements = 0xffffffffull;  // positions are 32-bit offsets in the box
 
@@ -39,6 +39,13 @@ constexpr int kValuePackingCount = 4;
 // 'all', values 'overwrite' packed as 'words': the bits of the box as they are.
 constexpr uint8_t kFrameFlagFull = 1;
 
+// How a frame is sealed (dcr/auth/seal.h): none, HMAC-SHA-256 (a 32-byte tag after the payload),
+// or AES-256-GCM (payload encrypted; a 12-byte nonce and a 16-byte tag after it).
+enum class Seal : uint8_t { none = 0, hmac_sha256 = 1, aes256_gcm = 2 };
+constexpr int kSealCount = 3;
+size_t seal_trailer_bytes(Seal seal);
+const char* seal_name(Seal seal);
+
 struct FrameHeader {
   Box box;  // the canonical elements: positions are offsets in its row-major order
   uint8_t elem_width = 0;
@@ -46,6 +53,8 @@ struct FrameHeader {
   ValueMode value_mode = ValueMode::overwrite;
   ValuePacking value_packing = ValuePacking::planes;
   uint8_t flags = 0;
+  Seal seal = Seal::none;
+  uint32_t key_id = 0;   // the job key that sealed it (0 when not sealed)
   uint64_t changed = 0;  // elements whose bits differ between base and target
   uint64_t base_version = 0;
   uint64_t target_version = 0;
@@ -56,6 +65,7 @@ struct FrameHeader {
 
   uint64_t count() const { return box.elements(); }
   bool is_full() const { return (flags & kFrameFlagFull) != 0; }
+  uint64_t frame_bytes() const { return kFrameHeaderBytes + payload_bytes + seal_trailer_bytes(seal); }
   std::string describe() const;  // "tensor 3 rows [0, 8) cols [0, 4096) v7->v8" for error messages
 };
 
@@ -66,12 +76,16 @@ const char* value_packing_name(ValuePacking packing);
 // Serialises the header (computing its own checksum) into the first kFrameHeaderBytes of `out`.
 void write_frame_header(const FrameHeader& header, uint8_t* out);
 
-// Parses and validates the header of `frame` (every field, the header checksum, the total length
-// and the payload checksum). On success the payload is frame + kFrameHeaderBytes.
+// Parses and validates the header of a plain (unsealed) `frame`: every field, the header checksum,
+// the total length and the payload checksum. A sealed frame is refused (open it first:
+// dcr/auth/seal.h). On success the payload is frame + kFrameHeaderBytes.
 Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header);
 
-// The same without reading the payload (no payload checksum): for relays, which route frames by
-// their box and forward them undecoded.
+// The same without reading the payload (no payload checksum), sealed frames included: for relays,
+// which route frames by their box and forward them undecoded, and for opening sealed frames.
 Status peek_frame_header(const uint8_t* frame, size_t size, FrameHeader* header);
+// A frame as stored or forwarded: a plain frame checked whole (parse_frame_header), a sealed one by
+// its structure (peek_frame_header: its tag protects the payload and is checked when it is opened).
+Status check_stored_frame(const uint8_t* frame, size_t size, FrameHeader* header);
 
 }  // namespace dcr

@@ -44,7 +44,9 @@ struct RefitConfig {
   int snapshot_every = 1;            // rollout snapshot every N committed versions (0: never)
   std::string spool_dir;             // trainers publish each committed delta here (catch-up)
   int catchup_max = 16;              // longest delta chain a restarted rollout replays from the spool
-  std::string fault;                 // test-only: wrong-base@VERSION | corrupt@VERSION
+  std::string key_file;              // job keys (dcr keygen): frames sealed with HMAC-SHA-256; empty: unauthenticated
+  bool encrypt = false;              // with key_file: frames sealed with AES-256-GCM (payload encrypted)
+  std::string fault;                 // test-only: wrong-base@V | corrupt@V | forge@V | unsealed@V
   std::string fail_at;               // test-only: ROLE:INDEX:PHASE:VERSION kill -9 point
 
   // Versions come from real checkpoints (--checkpoints or --watch) rather than the change model.

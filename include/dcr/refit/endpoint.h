@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcr/auth/keyring.h"
 #include "dcr/core/status.h"
 #include "dcr/core/tensor.h"
 #include "dcr/layout/shard.h"
@@ -37,6 +38,7 @@ struct EndpointSpec {
   RefitConfig job;
   Manifest manifest;            // the canonical tensors (checkpoint names, dtypes, shapes)
   nlohmann::json model_config;  // the checkpoint's config.json for the family rules (null: none)
+  Keyring keys;                 // the job keys when job.key_file is empty (none: frames unauthenticated)
   KillPoint fault;              // test only: a failure injected into one rank's step (fail = true)
 };
 

@@ -1,6 +1,9 @@
 // Deterministic fault injection for the fault tests (never set in production runs):
 //  --fault wrong-base@V | corrupt@V        trainer 0 sends a delta naming a wrong base, or flips a
 //                                          payload bit of its first frame, for version V;
+//  --fault forge@V | unsealed@V            (with a key file) trainer 0 sends its first frame of V
+//                                          sealed under a forged key of the same id (its XXH3 hashes
+//                                          all consistent), or without a MAC;
 //  --fail-at ROLE:INDEX:PHASE:V            that rank kills itself (SIGKILL, like kill -9) in PHASE of
 //                                          version V: encode | stream | apply | commit. With a state
 //                                          directory it fires once (a marker file remembers it), so
@@ -21,7 +24,7 @@ enum class Phase { encode, stream, apply, commit };
 const char* phase_name(Phase phase);
 
 struct FrameFault {
-  enum Kind { none, wrong_base, corrupt } kind = none;
+  enum Kind { none, wrong_base, corrupt, forge, unsealed } kind = none;
   uint64_t version = 0;
 };
 

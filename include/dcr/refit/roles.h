@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "dcr/auth/keyring.h"
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/refit/faults.h"
@@ -40,6 +41,8 @@ struct Link {
   double timeout_s;
   const KillPoint* kill;  // injected kill -9 points (test only)
   uint32_t channel = kFrameChannel;  // the step's frames travel on this channel (stale ones are not taken)
+  const Keyring* keys = nullptr;     // with a key file: trainers seal, relays verify, rollouts open
+  bool encrypt = false;              // trainers seal with AES-256-GCM rather than HMAC-SHA-256
 };
 
 // Frames are encoded in waves, one frame per encoder (each on its own thread), and sent in plan

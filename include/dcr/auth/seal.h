@@ -1,0 +1,26 @@
+// Sealed frames (docs/frame-format.md, "Seal"): a frame is authenticated with HMAC-SHA-256 under the
+// job key, or encrypted and authenticated with AES-256-GCM (the header stays readable and is
+// authenticated as associated data, so relays route by box without the payload). OpenSSL does the
+// cryptography; this file only lays out the fields. Keys for each use are derived from the job key
+// (HMAC-SHA-256 of the key over a label), so one key never serves two algorithms.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dcr/auth/keyring.h"
+#include "dcr/codec/frame.h"
+#include "dcr/core/status.h"
+
+namespace dcr {
+
+// Seals a plain frame in place under the ring's newest key: HMAC-SHA-256, or with `encrypt`
+// AES-256-GCM with a random 96-bit nonce. invalid_argument for a frame already sealed or malformed.
+Status seal_frame(const Keyring& keys, bool encrypt, std::vector<uint8_t>* frame);
+// Checks a sealed frame's tag without changing it (relays): corrupt naming the frame for a missing
+// seal, an unknown key id, or a wrong tag.
+Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size);
+// Checks a sealed frame and turns it into the plain frame it sealed (decrypted), in place.
+Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame);
+
+}  // namespace dcr

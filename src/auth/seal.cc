@@ -1,0 +1,140 @@
+#include "dcr/auth/seal.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <climits>
+#include <cstring>
+#include <memory>
+
+namespace dcr {
+
+namespace {
+
+constexpr size_t kTagBytes = 32, kNonceBytes = 12, kGcmTagBytes = 16;
+using Digest = std::array<uint8_t, 32>;
+
+Digest hmac(const uint8_t* key, size_t key_bytes, const uint8_t* data, size_t bytes) {
+  Digest out{};
+  unsigned len = 0;
+  HMAC(EVP_sha256(), key, static_cast<int>(key_bytes), data, bytes, out.data(), &len);
+  return out;
+}
+
+// One key per use, derived from the job key, so one key never serves two algorithms.
+Digest derived(const Key& key, const char* use) {
+  return hmac(key.bytes.data(), key.bytes.size(), reinterpret_cast<const uint8_t*>(use), std::strlen(use));
+}
+
+struct CipherCtx {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  ~CipherCtx() { EVP_CIPHER_CTX_free(ctx); }
+};
+
+// AES-256-GCM over `payload` in place (or into `out`), the header as associated data.
+bool gcm(bool encrypt, const Key& key, const uint8_t* nonce, const uint8_t* header, const uint8_t* in, uint8_t* out,
+         uint64_t bytes, uint8_t* tag) {
+  const Digest k = derived(key, "dcr frame aes-256-gcm");
+  CipherCtx c;
+  int len = 0;
+  bool ok = c.ctx != nullptr &&
+            EVP_CipherInit_ex(c.ctx, EVP_aes_256_gcm(), nullptr, k.data(), nonce, encrypt ? 1 : 0) == 1 &&
+            EVP_CipherUpdate(c.ctx, nullptr, &len, header, static_cast<int>(kFrameHeaderBytes)) == 1;
+  for (uint64_t done = 0; ok && done < bytes;) {
+    const int chunk = static_cast<int>(std::min<uint64_t>(bytes - done, INT_MAX / 2));
+    ok = EVP_CipherUpdate(c.ctx, out + done, &len, in + done, chunk) == 1;
+    done += static_cast<uint64_t>(chunk);
+  }
+  if (ok && !encrypt) ok = EVP_CIPHER_CTX_ctrl(c.ctx, EVP_CTRL_GCM_SET_TAG, kGcmTagBytes, tag) == 1;
+  ok = ok && EVP_CipherFinal_ex(c.ctx, out + bytes, &len) == 1;
+  if (ok && encrypt) ok = EVP_CIPHER_CTX_ctrl(c.ctx, EVP_CTRL_GCM_GET_TAG, kGcmTagBytes, tag) == 1;
+  return ok;
+}
+
+// The sealed frame's header, with the key that sealed it.
+Status sealed_header(const Keyring& keys, const uint8_t* frame, size_t size, FrameHeader* h, const Key** key) {
+  DCR_TRY(peek_frame_header(frame, size, h));
+  DCR_REQUIRE(h->seal != Seal::none, Code::corrupt,
+              "frame " + h->describe() + " is not authenticated (no MAC) but this job has a key file: refused");
+  *key = keys.find(h->key_id);
+  DCR_REQUIRE(*key != nullptr, Code::corrupt,
+              "frame " + h->describe() + " is sealed with key id " + std::to_string(h->key_id) +
+                  ", which the key file does not hold: refused");
+  return Status::ok();
+}
+
+Status forged(const FrameHeader& h) {
+  return Status(Code::corrupt, "frame " + h.describe() + ": its " + seal_name(h.seal) + " tag does not match (key id " +
+                                   std::to_string(h.key_id) + "): forged, damaged or sealed under another key; refused");
+}
+
+}  // namespace
+
+Status seal_frame(const Keyring& keys, bool encrypt, std::vector<uint8_t>* frame) {
+  FrameHeader h;
+  DCR_TRY(peek_frame_header(frame->data(), frame->size(), &h));
+  DCR_REQUIRE(h.seal == Seal::none, Code::invalid_argument, "frame " + h.describe() + " is already sealed");
+  DCR_REQUIRE(!keys.keys().empty(), Code::invalid_argument, "no key to seal frames with");
+  const Key& key = keys.sealing();
+  h.seal = encrypt ? Seal::aes256_gcm : Seal::hmac_sha256;
+  h.key_id = key.id;
+  write_frame_header(h, frame->data());
+  const size_t body = kFrameHeaderBytes + h.payload_bytes;
+  frame->resize(body + seal_trailer_bytes(h.seal));
+  uint8_t* trailer = frame->data() + body;
+  if (!encrypt) {
+    const Digest k = derived(key, "dcr frame hmac-sha256");
+    const Digest tag = hmac(k.data(), k.size(), frame->data(), body);
+    std::memcpy(trailer, tag.data(), kTagBytes);
+    return Status::ok();
+  }
+  // Random 96-bit nonces: a repeat among 2^32 frames under one key has probability below 2^-32.
+  DCR_REQUIRE(RAND_bytes(trailer, kNonceBytes) == 1, Code::internal, "OpenSSL could not draw a nonce");
+  uint8_t* payload = frame->data() + kFrameHeaderBytes;
+  DCR_REQUIRE(gcm(true, key, trailer, frame->data(), payload, payload, h.payload_bytes, trailer + kNonceBytes),
+              Code::internal, "AES-256-GCM failed sealing frame " + h.describe());
+  return Status::ok();
+}
+
+Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size) {
+  FrameHeader h;
+  const Key* key = nullptr;
+  DCR_TRY(sealed_header(keys, frame, size, &h, &key));
+  const size_t body = kFrameHeaderBytes + h.payload_bytes;
+  const uint8_t* trailer = frame + body;
+  if (h.seal == Seal::hmac_sha256) {
+    const Digest k = derived(*key, "dcr frame hmac-sha256");
+    const Digest tag = hmac(k.data(), k.size(), frame, body);
+    return CRYPTO_memcmp(tag.data(), trailer, kTagBytes) == 0 ? Status::ok() : forged(h);
+  }
+  // GCM checks its tag only while decrypting: into scratch memory, which is dropped.
+  std::unique_ptr<uint8_t[]> scratch(new uint8_t[h.payload_bytes + 16]);
+  uint8_t tag[kGcmTagBytes];
+  std::memcpy(tag, trailer + kNonceBytes, kGcmTagBytes);
+  return gcm(false, *key, trailer, frame, frame + kFrameHeaderBytes, scratch.get(), h.payload_bytes, tag) ? Status::ok()
+                                                                                                          : forged(h);
+}
+
+Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame) {
+  FrameHeader h;
+  const Key* key = nullptr;
+  DCR_TRY(sealed_header(keys, frame->data(), frame->size(), &h, &key));
+  if (h.seal == Seal::hmac_sha256) {
+    DCR_TRY(verify_frame(keys, frame->data(), frame->size()));
+  } else {
+    uint8_t* trailer = frame->data() + kFrameHeaderBytes + h.payload_bytes;
+    uint8_t* payload = frame->data() + kFrameHeaderBytes;
+    uint8_t tag[kGcmTagBytes];
+    std::memcpy(tag, trailer + kNonceBytes, kGcmTagBytes);
+    if (!gcm(false, *key, trailer, frame->data(), payload, payload, h.payload_bytes, tag)) return forged(h);
+  }
+  h.seal = Seal::none;
+  h.key_id = 0;
+  write_frame_header(h, frame->data());
+  frame->resize(kFrameHeaderBytes + h.payload_bytes);
+  return Status::ok();
+}
+
+}  // namespace dcr
