@@ -165,12 +165,15 @@ Status write_file(const std::string& tmp, const Manifest& manifest, const Canoni
 }
 
 Status write_checked(const std::string& path, const Manifest& manifest, const CanonicalBits& bits, uint64_t version,
-                     uint64_t base) {
+                     uint64_t base, unsigned mode) {
   DCR_TRY(check_checkpoint(manifest, bits));
   DCR_TRY(check_names(manifest));
   const QuietHdf5 quiet;
   const std::string tmp = files::temp_path(path);
-  const Status s = write_file(tmp, manifest, bits, version, base);
+  Status s = write_file(tmp, manifest, bits, version, base);
+  if (s.is_ok() && ::chmod(tmp.c_str(), static_cast<mode_t>(mode)) != 0) {
+    s = Status(Code::io_error, "cannot set the permissions of '" + tmp + "'");
+  }
   if (!s.is_ok()) std::remove(tmp.c_str());
   DCR_TRY(s);
   return files::commit_file(tmp, path);
@@ -274,8 +277,8 @@ Status read_file(const std::string& path, Manifest* manifest, CanonicalBits* bit
 }  // namespace
 
 Status write_hdf5_checkpoint(const std::string& path, const Manifest& manifest, const CanonicalBits& bits,
-                             uint64_t version, uint64_t base) {
-  return write_checked(path, manifest, bits, version, base).with_context("HDF5 checkpoint '" + path + "'");
+                             uint64_t version, uint64_t base, unsigned mode) {
+  return write_checked(path, manifest, bits, version, base, mode).with_context("HDF5 checkpoint '" + path + "'");
 }
 
 Status read_hdf5_checkpoint(const std::string& path, Manifest* manifest, CanonicalBits* bits, uint64_t* version) {

@@ -78,8 +78,9 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "shared directory where trainers publish every committed delta; a restarted rollout whose snapshot is "
        "older catches up from it instead of taking a full sync")
       ("catchup-max", po::value(&c->catchup_max)->default_value(c->catchup_max),
-       "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync. "
-       "The spool keeps this many newest versions (trainer 0 prunes the rest after each publish)")
+       "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync")
+      ("spool-keep", po::value(&c->spool_keep)->default_value(c->spool_keep),
+       "versions the spool keeps, newest first (trainer 0 prunes the rest after each commit); 0: --catchup-max")
       ("key-file", po::value(&c->key_file),
        "job key file (dcr keygen; owner-only permissions): frames are sealed with HMAC-SHA-256 under its last key "
        "and verified by relays and rollouts before use; it is read again before every version (key rotation). "

@@ -42,8 +42,8 @@ Status sync_path(const std::string& path, int flags, const char* what) {
 }
 
 // Writes and fsyncs `tmp`; the caller renames it.
-Status write_synced(const std::string& tmp, const std::vector<Piece>& pieces) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+Status write_synced(const std::string& tmp, const std::vector<Piece>& pieces, unsigned mode) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) return errno_status("cannot create", tmp, errno);
   Status s;
   for (const Piece& piece : pieces) {
@@ -88,9 +88,9 @@ Status sync_directory(const std::string& dir) {
 
 std::string temp_path(const std::string& path) { return path + ".tmp"; }
 
-Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir) {
+Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir, unsigned mode) {
   const std::string tmp = temp_path(path);
-  return rename_over(write_synced(tmp, pieces), tmp, path, sync_dir);
+  return rename_over(write_synced(tmp, pieces, mode), tmp, path, sync_dir);
 }
 
 Status commit_file(const std::string& tmp, const std::string& path) {
@@ -137,10 +137,12 @@ Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* foun
   return s;
 }
 
-Status make_dirs(const std::string& dir) {
+Status make_dirs(const std::string& dir, unsigned mode) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   DCR_REQUIRE(!error, Code::io_error, "cannot create directory '" + dir + "': " + error.message());
+  DCR_REQUIRE(mode == 0 || ::chmod(dir.c_str(), static_cast<mode_t>(mode)) == 0, Code::io_error,
+              "cannot set the permissions of directory '" + dir + "'");
   return Status::ok();
 }
 

@@ -12,6 +12,10 @@
 
 namespace dcr::files {
 
+// Permissions of what dcr keeps for itself (journals, snapshots, the spool) and its directories:
+// its owner's only.
+constexpr unsigned kPrivateFile = 0600, kPrivateDir = 0700;
+
 // One piece of a file to write; pieces are written in order.
 struct Piece {
   const void* data;
@@ -24,7 +28,8 @@ Status write_all(int fd, const Piece& piece, const std::string& path);
 // Writes `pieces` to temp_path(path), fsyncs it and renames it over `path`, so a reader sees either
 // no file or the whole file. With `sync_dir` the directory is fsynced too (the rename survives a
 // crash). Removes the temporary file on failure.
-Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir);
+// The file is created with permissions `mode` (before the umask): 0600 for state and spool files.
+Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, bool sync_dir, unsigned mode = 0644);
 
 // The same for a file other code wrote whole to temp_path(path): fsyncs it, renames it over `path`
 // and fsyncs the directory; removes it on failure.
@@ -44,7 +49,8 @@ Status check_regular_file(const std::string& path, uint64_t max_bytes, uint64_t*
 Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* found = nullptr);
 
 // Creates `dir` and its missing parents.
-Status make_dirs(const std::string& dir);
+// With `mode` (e.g. 0700 for state and spool directories) the last directory of `dir` gets it.
+Status make_dirs(const std::string& dir, unsigned mode = 0);
 
 // Removes `path` and everything under it; a missing path is fine.
 Status remove_tree(const std::string& path);

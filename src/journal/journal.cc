@@ -61,7 +61,7 @@ Status Journal::open_read_only(const std::string& path) {
 
 Status Journal::open_with(const std::string& path, int flags) {
   path_ = path;
-  fd_ = ::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC, 0644);  // O_NONBLOCK: a FIFO must not block the open
+  fd_ = ::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC, files::kPrivateFile);  // O_NONBLOCK: a FIFO must not block the open
   if (fd_ < 0) return io_error("cannot open journal", path);
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return io_error("cannot stat journal", path);
@@ -110,9 +110,9 @@ Status Journal::compact(const std::vector<JournalRecord>& keep) {
   DCR_REQUIRE(!read_only_, Code::invalid_argument, "journal '" + path_ + "' was opened read-only");
   std::vector<uint8_t> bytes(keep.size() * kRecordBytes);
   for (size_t i = 0; i < keep.size(); ++i) encode_record(keep[i], bytes.data() + i * kRecordBytes);
-  DCR_TRY(files::write_atomic(path_, {{bytes.data(), bytes.size()}}, true));
+  DCR_TRY(files::write_atomic(path_, {{bytes.data(), bytes.size()}}, true, files::kPrivateFile));
   ::close(fd_);
-  fd_ = ::open(path_.c_str(), O_RDWR, 0644);
+  fd_ = ::open(path_.c_str(), O_RDWR, files::kPrivateFile);
   if (fd_ < 0) return io_error("cannot reopen journal", path_);
   return read_all();
 }

@@ -37,6 +37,7 @@ Status check_refit_config(const RefitConfig& c) {
               "--link-gbps must be a finite rate of at most 1e6 Gbit/s");
   DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
   DCR_REQUIRE(c.catchup_max >= 0, Code::invalid_argument, "--catchup-max must not be negative");
+  DCR_REQUIRE(c.spool_keep >= 0, Code::invalid_argument, "--spool-keep must not be negative");
   return Status::ok();
 }
 

@@ -4,6 +4,7 @@
 #include "dcr/ckpt/hdf5_checkpoint.h"
 #include "dcr/core/log.h"
 #include "dcr/refit/commit.h"
+#include "src/core/files.h"
 #include "src/refit/rank_state.h"
 
 namespace dcr {
@@ -15,10 +16,11 @@ Status publish_to_spool(RankState* s, Versions versions) {
   for (const SharedBytes& frame : s->sent) DCR_TRY(publisher.add(*frame));
   DCR_TRY(publisher.finish());
   s->sent.clear();
-  // The spool serves catch-up chains of at most --catchup-max deltas ending at the newest committed
-  // version: older versions only grow it. One writer prunes, counting `target` as kept even while
-  // the other writers are still publishing their part of it.
-  const uint64_t keep = static_cast<uint64_t>(std::max(1, s->config.catchup_max));
+  // The spool keeps --spool-keep versions (default --catchup-max: the longest chain a catch-up
+  // replays) ending at the newest committed one: older versions only grow it. One writer prunes,
+  // counting `target` as kept even while the other writers are still publishing their part of it.
+  const int wanted = s->config.spool_keep > 0 ? s->config.spool_keep : s->config.catchup_max;
+  const uint64_t keep = static_cast<uint64_t>(std::max(1, wanted));
   if (s->topology.index == 0 && versions.target >= keep) DCR_TRY(s->spool->prune_before(versions.target + 1 - keep));
   return Status::ok();
 }
@@ -29,7 +31,8 @@ Status write_snapshot(RankState* s) {
     return Status::ok();
   }
   DCR_TRY(s->serving.with_buffers([s](const CanonicalBits& buffers) {
-    return write_hdf5_checkpoint(s->snapshot_path(), s->serving.buffer_manifest(), buffers, s->committed, s->committed);
+    return write_hdf5_checkpoint(s->snapshot_path(), s->serving.buffer_manifest(), buffers, s->committed, s->committed,
+                                 files::kPrivateFile);
   }));
   return s->journal->append({JournalRecord::snapshot, s->committed, 0, 0}, true);
 }

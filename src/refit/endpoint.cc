@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "dcr/core/log.h"
+#include "src/core/files.h"
 #include "dcr/journal/journal.h"
 #include "dcr/refit/plan.h"
 #include "dcr/refit/topology.h"
@@ -33,9 +34,7 @@ Status EndpointCore::open_state() {
     baseline = Shard(plan.manifest, plan.trainer_holdings[topology.index]);
   }
   if (config.state_dir.empty()) return Status::ok();
-  std::error_code error;
-  std::filesystem::create_directories(config.state_dir, error);
-  DCR_REQUIRE(!error, Code::io_error, "cannot create state directory '" + config.state_dir + "': " + error.message());
+  DCR_TRY(files::make_dirs(config.state_dir, files::kPrivateDir).with_context("state directory"));
   journal = std::make_unique<Journal>();
   return journal->open(config.state_dir + "/rank-" + std::to_string(topology.world_rank) + ".journal");
 }

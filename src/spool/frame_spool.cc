@@ -50,7 +50,7 @@ Status FramePublisher::add(const uint8_t* frame, size_t bytes) {
               what + ": it is a delta on version " + std::to_string(h.base_version) + ", not on the base " +
                   std::to_string(base_));
   const std::string name = frame_name(writer_, files_.size());
-  DCR_TRY(files::write_atomic(dir_ + name, {{frame, bytes}}, false));
+  DCR_TRY(files::write_atomic(dir_ + name, {{frame, bytes}}, false, files::kPrivateFile));
   files_.push_back(Listed{name, bytes, hash64(frame, bytes)});
   return Status::ok();
 }
@@ -61,7 +61,8 @@ Status FramePublisher::finish() {
   spool::Manifest m{base_, target_, writer_, writers_, {}};
   for (const Listed& f : files_) m.frames.push_back(spool::ManifestEntry{f.name, f.bytes, f.hash});
   const std::string text = spool::format_manifest(m);
-  DCR_TRY(files::write_atomic(dir_ + manifest_name(writer_, writers_), {{text.data(), text.size()}}, true));
+  DCR_TRY(files::write_atomic(dir_ + manifest_name(writer_, writers_), {{text.data(), text.size()}}, true,
+                              files::kPrivateFile));
   DCR_TRY(files::sync_directory(dir_ + ".."));  // the version directory's own entry
   open_ = false;
   return Status::ok();
@@ -97,7 +98,8 @@ Status FrameSpool::begin(uint64_t base, uint64_t target, uint32_t writer, FrameP
   DCR_REQUIRE(!exists(manifest), Code::invalid_argument,
               where + "writer " + std::to_string(writer) + " already published version " + std::to_string(target) +
                   " (" + quoted(manifest) + ")");
-  DCR_TRY(files::make_dirs(version_dir(target)));
+  DCR_TRY(files::make_dirs(dir_, files::kPrivateDir));
+  DCR_TRY(files::make_dirs(version_dir(target), files::kPrivateDir));
   *out = FramePublisher();
   out->dir_ = version_dir(target) + "/";
   out->base_ = base;

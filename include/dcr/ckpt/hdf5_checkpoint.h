@@ -25,9 +25,9 @@
 namespace dcr {
 
 // Writes "<path>.tmp", flushes and closes it, fsyncs it and renames it over `path` (then fsyncs the
-// directory), so `path` holds either the old file or the whole new one.
+// directory), so `path` holds either the old file or the whole new one, with permissions `mode`.
 Status write_hdf5_checkpoint(const std::string& path, const Manifest& manifest, const CanonicalBits& bits,
-                             uint64_t version, uint64_t base);
+                             uint64_t version, uint64_t base, unsigned mode = 0644);
 
 // Reads every tensor and verifies each against its "hash" attribute (Code::corrupt naming the tensor
 // on a mismatch) and the manifest against "manifest_hash". `version` may be null.

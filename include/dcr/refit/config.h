@@ -44,6 +44,7 @@ struct RefitConfig {
   int snapshot_every = 1;            // rollout snapshot every N committed versions (0: never)
   std::string spool_dir;             // trainers publish each committed delta here (catch-up)
   int catchup_max = 16;              // longest delta chain a restarted rollout replays from the spool
+  int spool_keep = 0;                // versions the spool keeps (pruned after each commit); 0: catchup_max
   std::string key_file;              // job keys (dcr keygen): frames sealed with HMAC-SHA-256; empty: unauthenticated
   bool encrypt = false;              // with key_file: frames sealed with AES-256-GCM (payload encrypted)
   std::string fault;                 // test-only: wrong-base@V | corrupt@V | forge@V | unsealed@V
