@@ -170,6 +170,10 @@ Status write_checked(const std::string& path, const Manifest& manifest, const Ca
   DCR_TRY(check_names(manifest));
   const QuietHdf5 quiet;
   const std::string tmp = files::temp_path(path);
+  // HDF5 leaks its file state when creating a file fails for want of space: check first.
+  uint64_t bytes = 1 << 20;
+  for (const std::vector<uint8_t>& b : bits) bytes += b.size();
+  DCR_TRY(files::check_free_space(tmp, bytes));
   Status s = write_file(tmp, manifest, bits, version, base);
   if (s.is_ok() && ::chmod(tmp.c_str(), static_cast<mode_t>(mode)) != 0) {
     s = Status(Code::io_error, "cannot set the permissions of '" + tmp + "'");

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -135,6 +136,17 @@ Status read_whole(const std::string& path, std::vector<uint8_t>* out, bool* foun
   }
   ::close(fd);
   return s;
+}
+
+Status check_free_space(const std::string& path, uint64_t bytes) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  struct statvfs fs {};
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) != 0) return Status::ok();  // the write itself will say
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  DCR_REQUIRE(free_bytes >= bytes, Code::io_error,
+              "cannot write '" + path + "': No space left on device (about " + std::to_string(bytes) + " bytes needed, " +
+                  std::to_string(free_bytes) + " free)");
+  return Status::ok();
 }
 
 Status make_dirs(const std::string& dir, unsigned mode) {

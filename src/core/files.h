@@ -36,6 +36,9 @@ Status write_atomic(const std::string& path, const std::vector<Piece>& pieces, b
 std::string temp_path(const std::string& path);  // "<path>.tmp"
 Status commit_file(const std::string& tmp, const std::string& path);
 
+// io_error "No space left on device" naming `path` when its file system has fewer than `bytes` free.
+Status check_free_space(const std::string& path, uint64_t bytes);
+
 // fsyncs the directory `dir` (entries renamed into it survive a crash).
 Status sync_directory(const std::string& dir);
 
