@@ -1,5 +1,5 @@
 # Finds every dependency once and exposes it as an imported target (dcr::name where the package
-# ships none). Required: Open MPI, UCX, HDF5, zstd, xxHash, Boost.Program_options, nlohmann_json,
+# ships none). Required: Open MPI, UCX, HDF5, zstd, xxHash, OpenSSL 3, Boost.Program_options, nlohmann_json,
 # GoogleTest (with tests). Optional: CUDA toolkit + NCCL (DCR_CUDA=AUTO|ON|OFF).
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
