@@ -137,4 +137,34 @@ Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame) {
   return Status::ok();
 }
 
+namespace {
+std::string to_hex(const Digest& d) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : d) out += {digits[b >> 4], digits[b & 15]};
+  return out;
+}
+
+Digest text_digest(const Key& key, const std::string& text) {
+  const Digest k = derived(key, "dcr spool manifest hmac-sha256");
+  return hmac(k.data(), k.size(), reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+}  // namespace
+
+std::string text_tag(const Keyring& keys, const std::string& text, uint32_t* key_id) {
+  *key_id = keys.sealing().id;
+  return to_hex(text_digest(keys.sealing(), text));
+}
+
+Status check_text_tag(const Keyring& keys, const std::string& text, uint32_t key_id, const std::string& hex,
+                      const std::string& what) {
+  const Key* key = keys.find(key_id);
+  DCR_REQUIRE(key != nullptr, Code::corrupt,
+              what + " is authenticated with key id " + std::to_string(key_id) + ", which the key file does not hold");
+  const std::string expected = to_hex(text_digest(*key, text));
+  DCR_REQUIRE(hex.size() == expected.size() && CRYPTO_memcmp(hex.data(), expected.data(), hex.size()) == 0,
+              Code::corrupt, what + ": its HMAC-SHA-256 tag does not match (forged or altered); refused");
+  return Status::ok();
+}
+
 }  // namespace dcr

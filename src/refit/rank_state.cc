@@ -90,7 +90,10 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     s->limited = std::make_unique<RateLimitedTransport>(s->transport, limit);
     s->link = s->limited.get();
   }
-  if (s->spool) s->keep_sent = &s->sent;
+  if (s->spool) {
+    s->keep_sent = &s->sent;
+    s->spool->set_keys(s->keys);
+  }
   if (t.role == Role::trainer) {
     s->current = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
   } else if (t.role == Role::rollout) {

@@ -188,6 +188,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     if (!exists) break;
     DCR_TRY(seek_everywhere(&s, version, world));
     DCR_TRY(all_ok(&s, s.reload_keys(), "reading the key file"));  // a key appended since seals this version
+    if (s.spool) s.spool->set_keys(s.keys);
     if (config.from_checkpoints() && t.world_rank == 0) {
       char line[64];
       std::snprintf(line, sizeof line, "v%-3llu from ", static_cast<unsigned long long>(version));

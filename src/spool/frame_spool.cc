@@ -7,6 +7,7 @@
 #include "dcr/codec/frame.h"
 #include "dcr/core/hash.h"
 #include "src/core/files.h"
+#include "dcr/auth/seal.h"
 #include "src/spool/manifest.h"
 
 namespace dcr {
@@ -58,9 +59,16 @@ Status FramePublisher::add(const uint8_t* frame, size_t bytes) {
 Status FramePublisher::finish() {
   DCR_REQUIRE(open_, Code::invalid_argument, "frame publisher: not begun (FrameSpool::begin) or already finished");
   DCR_TRY(files::sync_directory(dir_));  // the frames' renames are durable before the manifest's
-  spool::Manifest m{base_, target_, writer_, writers_, {}};
+  spool::Manifest m;
+  m.base = base_;
+  m.target = target_;
+  m.writer = writer_;
+  m.writers = writers_;
   for (const Listed& f : files_) m.frames.push_back(spool::ManifestEntry{f.name, f.bytes, f.hash});
-  const std::string text = spool::format_manifest(m);
+  const std::shared_ptr<const Keyring> keys = keys_;
+  const std::string text = keys ? spool::format_manifest(m, [&keys](const std::string& body, uint32_t* id) {
+    return text_tag(*keys, body, id);
+  }) : spool::format_manifest(m);
   DCR_TRY(files::write_atomic(dir_ + manifest_name(writer_, writers_), {{text.data(), text.size()}}, true,
                               files::kPrivateFile));
   DCR_TRY(files::sync_directory(dir_ + ".."));  // the version directory's own entry
@@ -106,6 +114,7 @@ Status FrameSpool::begin(uint64_t base, uint64_t target, uint32_t writer, FrameP
   out->target_ = target;
   out->writer_ = writer;
   out->writers_ = writers_;
+  out->keys_ = keys_;
   out->open_ = true;
   return Status::ok();
 }
@@ -135,7 +144,13 @@ Status FrameSpool::load(uint64_t target, uint32_t writers, Manifests* out, bool*
     DCR_TRY(files::read_whole(path, &bytes, &here));
     if (!here) return Status::ok();
     spool::Manifest m;
-    DCR_TRY(spool::parse_manifest(std::string(bytes.begin(), bytes.end()), path, &m));
+    const std::string text(bytes.begin(), bytes.end());
+    DCR_TRY(spool::parse_manifest(text, path, &m));
+    if (keys_) {
+      DCR_REQUIRE(!m.mac.empty(), Code::corrupt,
+                  "spool manifest " + quoted(path) + " is not authenticated (no mac line) but this job has a key file");
+      DCR_TRY(check_text_tag(*keys_, text.substr(0, m.mac_covers), m.mac_key, m.mac, "spool manifest " + quoted(path)));
+    }
     DCR_REQUIRE(m.target == target && m.writer == w && m.writers == writers, Code::corrupt,
                 "spool manifest " + quoted(path) + " describes writer " + std::to_string(m.writer) + " of " +
                     std::to_string(m.writers) + " for version " + std::to_string(m.target));

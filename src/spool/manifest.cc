@@ -1,5 +1,7 @@
 #include "src/spool/manifest.h"
 
+#include <cstring>
+
 #include <sstream>
 
 #include "dcr/core/hash.h"
@@ -77,12 +79,17 @@ Status corrupt(const std::string& path, const std::string& why) {
 
 }  // namespace
 
-std::string format_manifest(const Manifest& m) {
+std::string format_manifest(const Manifest& m, const std::function<std::string(const std::string&, uint32_t*)>& mac) {
   std::ostringstream text;
   text << kFirstLine << "\nbase " << m.base << "\ntarget " << m.target << "\nwriter " << m.writer << " of "
        << m.writers << "\n";
   for (const ManifestEntry& f : m.frames) text << "frame " << f.name << " " << f.bytes << " " << hex16(f.hash) << "\n";
-  const std::string body = text.str();
+  std::string body = text.str();
+  if (mac) {
+    uint32_t key_id = 0;
+    const std::string tag = mac(body, &key_id);
+    body += "mac " + std::to_string(key_id) + " " + tag + "\n";
+  }
   return body + "end " + std::to_string(m.frames.size()) + " " + hex16(hash64(body.data(), body.size())) + "\n";
 }
 
@@ -99,9 +106,20 @@ Status parse_manifest(const std::string& text, const std::string& path, Manifest
   if (!std::getline(lines, line) || line != kFirstLine) return corrupt(path, "not a frame spool manifest");
   *out = Manifest{};
   int seen = 0;
-  for (int number = 2; std::getline(lines, line); ++number)
-    if (!parse_line(words_of(line), out, &seen))
+  size_t offset = std::strlen(kFirstLine) + 1;
+  for (int number = 2; std::getline(lines, line); ++number) {
+    const std::vector<std::string> w = words_of(line);
+    uint64_t id = 0;
+    if (w.size() == 3 && w[0] == "mac" && out->mac.empty() && parse_decimal(w[1], &id) && id > 0 && id <= UINT32_MAX &&
+        w[2].size() == 64 && w[2].find_first_not_of("0123456789abcdef") == std::string::npos) {
+      out->mac_key = static_cast<uint32_t>(id);
+      out->mac = w[2];
+      out->mac_covers = offset;
+    } else if (!out->mac.empty() || !parse_line(w, out, &seen)) {  // nothing may follow the mac line
       return corrupt(path, "line " + std::to_string(number) + " is invalid");
+    }
+    offset += line.size() + 1;
+  }
   if (seen != 7) return corrupt(path, "lacks its base, target or writer line");
   if (out->base >= out->target)  // a delta moves forward; base == target would loop a chain walk
     return corrupt(path, "base " + std::to_string(out->base) + " is not before target " + std::to_string(out->target));

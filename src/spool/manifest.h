@@ -4,11 +4,13 @@
 //   target <decimal>
 //   writer <w> of <writers>
 //   frame <file name> <bytes> <hash64, 16 hex digits>      (one line per frame, in order)
+//   mac <key id> <HMAC-SHA-256 of every byte before this line, 64 hex digits>   (with a job key)
 //   end <frame count> <hash64 of every byte before this line, 16 hex digits>
-// The end line makes a truncated or altered manifest detectable.
+// The end line makes a truncated or damaged manifest detectable, the mac line an altered one.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,9 +30,14 @@ struct Manifest {
   uint32_t writer = 0;
   uint32_t writers = 1;
   std::vector<ManifestEntry> frames;
+  uint32_t mac_key = 0;   // the key id of the mac line (0: none)
+  std::string mac;        // its 64 hex digits
+  size_t mac_covers = 0;  // bytes of the text the mac covers
 };
 
-std::string format_manifest(const Manifest& manifest);
+// `mac`, when given, makes the mac line from the text before it (its key id and tag).
+std::string format_manifest(const Manifest& manifest,
+                            const std::function<std::string(const std::string&, uint32_t*)>& mac = nullptr);
 
 // Code::corrupt naming `path` (and the line) when `text` is not a whole, valid manifest.
 Status parse_manifest(const std::string& text, const std::string& path, Manifest* out);

@@ -2,6 +2,8 @@
 // until their manifests are complete, chained base -> target, checked against corruption, pruned.
 #include <gtest/gtest.h>
 
+#include "dcr/auth/seal.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
@@ -314,6 +316,39 @@ TEST_F(FrameSpoolTest, PruneBeforeCountsAVersionStillBeingPublished) {
   std::vector<VersionEntry> chain;
   ASSERT_TRUE(spool.chain(1, 3, &chain).is_ok());
   EXPECT_EQ(chain.size(), 2u);
+}
+
+TEST_F(FrameSpoolTest, WithAKeyEveryManifestIsAuthenticated) {
+  Key key;
+  key.id = 4;
+  key.bytes.fill(0x3c);
+  auto keys = std::make_shared<Keyring>(Keyring::of({key}));
+  FrameSpool keyed(dir_);
+  keyed.set_keys(keys);
+  ASSERT_TRUE(keyed.publish(0, 1, delta_frames(0, 1, 2)).is_ok());
+  std::vector<std::vector<uint8_t>> read;
+  EXPECT_TRUE(keyed.read_version(1, &read).is_ok());
+  EXPECT_TRUE(FrameSpool(dir_).read_version(1, &read).is_ok());  // a reader without keys takes the mac line
+
+  // An attacker with write access drops a frame line and re-hashes the end line (XXH3-64).
+  const std::string path = dir_ + "/v1/MANIFEST";
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t frame = text.find("frame ");
+  std::string body = text.substr(0, frame) + text.substr(text.find('\n', frame) + 1);
+  body = body.substr(0, body.rfind("end "));
+  char end[64];
+  std::snprintf(end, sizeof end, "end 1 %016llx\n", static_cast<unsigned long long>(hash64(body.data(), body.size())));
+  std::ofstream(path, std::ios::trunc) << body << end;
+  const Status st = keyed.read_version(1, &read);
+  EXPECT_EQ(st.code(), Code::corrupt);
+  EXPECT_NE(st.message().find("tag does not match"), std::string::npos) << st.message();
+
+  FrameSpool plain(dir_);
+  ASSERT_TRUE(plain.publish(1, 2, delta_frames(1, 2, 1)).is_ok());  // no mac line
+  const Status unauthenticated = keyed.read_version(2, &read);
+  EXPECT_NE(unauthenticated.message().find("not authenticated (no mac line)"), std::string::npos)
+      << unauthenticated.message();
 }
 
 }  // namespace dcr

@@ -23,4 +23,11 @@ Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size);
 // Checks a sealed frame and turns it into the plain frame it sealed (decrypted), in place.
 Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame);
 
+// A tag over text (spool manifests): HMAC-SHA-256 under the ring's newest key (derived for text),
+// as 64 hex digits, with the key id that made it.
+std::string text_tag(const Keyring& keys, const std::string& text, uint32_t* key_id);
+// Whether `hex` is the tag of `text` under key `key_id` of the ring; corrupt naming `what` if not.
+Status check_text_tag(const Keyring& keys, const std::string& text, uint32_t key_id, const std::string& hex,
+                      const std::string& what);
+
 }  // namespace dcr

@@ -19,9 +19,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "dcr/auth/keyring.h"
 #include "dcr/core/status.h"
 
 namespace dcr {
@@ -61,6 +63,7 @@ class FramePublisher {
   uint64_t base_ = 0, target_ = 0;
   uint32_t writer_ = 0, writers_ = 0;
   std::vector<Listed> files_;
+  std::shared_ptr<const Keyring> keys_;
   bool open_ = false;
 };
 
@@ -68,6 +71,9 @@ class FrameSpool {
  public:
   // `writers`: how many writers publish each version (each its own frames).
   explicit FrameSpool(std::string dir, uint32_t writers = 1);
+  // With keys, every manifest written carries an HMAC-SHA-256 line under the newest key, and every
+  // manifest read must carry a valid one (Code::corrupt naming it otherwise).
+  void set_keys(std::shared_ptr<const Keyring> keys) { keys_ = std::move(keys); }
 
   const std::string& dir() const { return dir_; }
   uint32_t writers() const { return writers_; }
@@ -117,6 +123,7 @@ class FrameSpool {
 
   std::string dir_;
   uint32_t writers_;
+  std::shared_ptr<const Keyring> keys_;
 };
 
 }  // namespace dcr
