@@ -89,7 +89,7 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "with --key-file: seal frames with AES-256-GCM instead (payload encrypted on the wire and in the spool)")
       ("fault", po::value(&c->fault), "test only: wrong-base@V, corrupt@V, forge@V or unsealed@V")
       ("fail-at", po::value(&c->fail_at),
-       "test only: ROLE:INDEX:PHASE:VERSION kills that rank (kill -9) in phase encode|stream|apply|commit");
+       "test only: ROLE:INDEX:PHASE:VERSION[,...] kills that rank (kill -9) in phase encode|stream|apply|commit|resume");
   po::variables_map vm;
   DCR_TRY(parse_program_options(argc, argv, desc, &vm));
   if (vm.count("help")) {

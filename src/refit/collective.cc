@@ -1,6 +1,10 @@
 #include "dcr/refit/collective.h"
 
+#include "dcr/core/log.h"
+
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -11,7 +15,7 @@ namespace {
 
 class MpiCollective : public Collective {
  public:
-  explicit MpiCollective(MPI_Comm comm) : comm_(comm) {
+  MpiCollective(MPI_Comm comm, double timeout_s) : comm_(comm), timeout_s_(timeout_s) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
   }
@@ -20,17 +24,22 @@ class MpiCollective : public Collective {
   uint64_t all_min(uint64_t value) override { return reduce(value, MPI_MIN); }
   uint64_t all_max(uint64_t value) override { return reduce(value, MPI_MAX); }
   uint64_t broadcast(uint64_t value, int root) override {
-    MPI_Bcast(&value, 1, MPI_UINT64_T, root, comm_);
+    MPI_Request request;
+    MPI_Ibcast(&value, 1, MPI_UINT64_T, root, comm_, &request);
+    wait_or_abort(&request, timeout_s_, "a broadcast of the control plane", comm_);
     return value;
   }
 
  private:
   uint64_t reduce(uint64_t value, MPI_Op op) {
     uint64_t out = 0;
-    MPI_Allreduce(&value, &out, 1, MPI_UINT64_T, op, comm_);
+    MPI_Request request;
+    MPI_Iallreduce(&value, &out, 1, MPI_UINT64_T, op, comm_, &request);
+    wait_or_abort(&request, timeout_s_, "a vote of the control plane", comm_);
     return out;
   }
   MPI_Comm comm_;
+  double timeout_s_;
   int rank_ = 0, size_ = 1;
 };
 
@@ -83,7 +92,28 @@ class ThreadCollective : public Collective {
 
 }  // namespace
 
-std::unique_ptr<Collective> mpi_collective(MPI_Comm comm) { return std::make_unique<MpiCollective>(comm); }
+std::unique_ptr<Collective> mpi_collective(MPI_Comm comm, double timeout_s) {
+  return std::make_unique<MpiCollective>(comm, timeout_s);
+}
+
+void wait_or_abort(MPI_Request* request, double timeout_s, const char* what, MPI_Comm comm) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited > timeout_s) {
+      int rank = 0;
+      MPI_Comm_rank(comm, &rank);
+      DCR_LOG(error, "refit", "rank %d: %s did not complete within %.0f s: a rank is stopped, hung or unreachable; "
+              "aborting the job (rerun the same command to resume)", rank, what, timeout_s);
+      MPI_Abort(comm, 3);
+    }
+    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(polls > 100000 ? 1000 : 50));
+  }
+}
 
 std::vector<std::unique_ptr<Collective>> thread_collective_group(int size) {
   auto board = std::make_shared<Board>(size);

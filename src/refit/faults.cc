@@ -17,6 +17,7 @@ const char* phase_name(Phase phase) {
     case Phase::stream: return "stream";
     case Phase::apply: return "apply";
     case Phase::commit: return "commit";
+    case Phase::resume: return "resume";
   }
   return "?";
 }
@@ -63,14 +64,23 @@ Status parse_frame_fault(const std::string& text, FrameFault* fault) {
 Status parse_kill_point(const std::string& text, const std::string& state_dir, KillPoint* point) {
   *point = KillPoint{};
   if (text.empty()) return Status::ok();
+  if (text.find(',') != std::string::npos) {
+    const std::vector<std::string> points = split(text, ',');
+    for (size_t i = 0; i < points.size(); ++i) {
+      KillPoint one;
+      DCR_TRY(parse_kill_point(points[i], state_dir, i == 0 ? point : &one));
+      if (i > 0) point->more.push_back(one);
+    }
+    return Status::ok();
+  }
   const std::vector<std::string> p = split(text, ':');
   const Status bad(Code::invalid_argument, "--fail-at '" + text +
                                                "' is not ROLE:INDEX:PHASE:VERSION (trainer|relay|rollout, "
-                                               "encode|stream|apply|commit)");
+                                               "encode|stream|apply|commit|resume)");
   uint64_t index = 0;
   if (p.size() != 4 || !parse_number(p[1], &index) || !parse_number(p[3], &point->version)) return bad;
   const Role roles[] = {Role::trainer, Role::relay, Role::rollout};
-  const Phase phases[] = {Phase::encode, Phase::stream, Phase::apply, Phase::commit};
+  const Phase phases[] = {Phase::encode, Phase::stream, Phase::apply, Phase::commit, Phase::resume};
   bool role_ok = false, phase_ok = false;
   for (Role r : roles) role_ok |= p[0] == role_name(r) && ((point->role = r), true);
   for (Phase ph : phases) phase_ok |= p[2] == phase_name(ph) && ((point->phase = ph), true);
@@ -82,6 +92,7 @@ Status parse_kill_point(const std::string& text, const std::string& state_dir, K
 }
 
 Status fault_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version) {
+  for (const KillPoint& other : point.more) DCR_TRY(fault_point(other, topology, phase, version));
   if (!point.armed || point.fired || point.role != topology.role || point.index != topology.index ||
       point.phase != phase || point.version != version) {
     return Status::ok();

@@ -77,7 +77,9 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   s->config = config;
   DCR_TRY(make_topology(config, world, &s->topology));
   s->committed = 0;  // the harness counts versions from 0, the first full sync
-  s->own_control = mpi_collective(world);
+  s->world = world;
+  s->collective_timeout_s = 2 * config.timeout_s + 30;
+  s->own_control = mpi_collective(world, s->collective_timeout_s);
   s->control = s->own_control.get();
   DCR_TRY(all_ok(s, set_up_local(config, world, s), "set-up"));
   DCR_TRY(make_transport(config.transport, world, &s->own_transport));
@@ -141,22 +143,32 @@ bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, S
   return s->transfer(kind, versions, serving, stats).is_ok();
 }
 
-void reduce_stats(const StepStats& mine, MPI_Comm world, StepStats* total) {
+bool all_true(RankState* s, bool value) { return s->control->all_true(value); }
+
+void barrier(RankState* s, const char* what) {
+  MPI_Request request;
+  MPI_Ibarrier(s->world, &request);
+  wait_or_abort(&request, s->collective_timeout_s, what, s->world);
+}
+
+void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
   uint64_t counts[4] = {mine.frames, mine.wire_bytes, mine.changed, mine.elements}, sums[4] = {};
-  MPI_Reduce(counts, sums, 4, MPI_UINT64_T, MPI_SUM, 0, world);
   double times[5] = {mine.encode_s, mine.send_s, mine.forward_s, mine.apply_s, mine.wait_s}, maxima[5] = {};
-  MPI_Reduce(times, maxima, 5, MPI_DOUBLE, MPI_MAX, 0, world);
+  MPI_Request requests[2];
+  MPI_Ireduce(counts, sums, 4, MPI_UINT64_T, MPI_SUM, 0, s->world, &requests[0]);
+  MPI_Ireduce(times, maxima, 5, MPI_DOUBLE, MPI_MAX, 0, s->world, &requests[1]);
+  for (MPI_Request& r : requests) wait_or_abort(&r, s->collective_timeout_s, "the step statistics", s->world);
   *total = StepStats{sums[0], sums[1], sums[2], sums[3], maxima[0], maxima[1], maxima[2], maxima[3], maxima[4]};
 }
 
-bool verified(RankState* s, const Shard& shard, MPI_Comm world) {
+bool verified(RankState* s, const Shard& shard) {
   bool ok = true;
   if (s->topology.role == Role::rollout && s->config.verify) {
     std::string difference;
     ok = shard.matches(s->source->bytes(), &difference);
     if (!ok) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), difference.c_str());
   }
-  return all_true(ok, world);
+  return all_true(s, ok);
 }
 
 }  // namespace dcr

@@ -41,6 +41,8 @@ struct RankState : EndpointCore {
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   RefitObserver observer;                      // world rank 0: where progress lines and records go
   MPI_Comm bcast_comm = MPI_COMM_NULL;         // trainer 0 + rollouts
+  MPI_Comm world = MPI_COMM_NULL;              // the job
+  double collective_timeout_s = kCollectiveTimeoutS;  // the longest any collective waits (2 x --timeout + 30 s)
 
   bool has_model() const {
     return topology.role == Role::trainer || (topology.role == Role::rollout && config.verify);
@@ -56,7 +58,10 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s);
 Status all_ok(RankState* s, const Status& mine, const char* what);
 void tear_down(RankState* s);
 
-bool all_true(bool value, MPI_Comm world);
+bool all_true(bool value, MPI_Comm world);  // before the control plane exists (set-up)
+// Collective, each waiting at most collective_timeout_s (then the job aborts: wait_or_abort).
+bool all_true(RankState* s, bool value);
+void barrier(RankState* s, const char* what);
 // Collective: whether version v exists (see VersionSource::has_version); every rank agrees.
 Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exists);
 // Makes the source hold `version` (where this rank has one).
@@ -65,9 +70,9 @@ Status advance_source_to(RankState* s, uint64_t version);
 // One pass of frames through the tree: trainers send `kind` frames for base -> target, relays
 // forward, rollouts apply into `serving`. Returns this rank's vote.
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats);
-void reduce_stats(const StepStats& mine, MPI_Comm world, StepStats* total);
+void reduce_stats(RankState* s, const StepStats& mine, StepStats* total);
 // Whether every rollout's shard equals the model's current bits (true where nobody verifies).
-bool verified(RankState* s, const Shard& shard, MPI_Comm world);
+bool verified(RankState* s, const Shard& shard);
 
 
 // Rollouts: an HDF5 snapshot of the serving buffers at the committed version, recorded in the journal.

@@ -113,7 +113,9 @@ bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
       if (receiver) mine[t.index] -= h;  // the trainers' sums minus this rollout's: zero when equal
     }
   }
-  MPI_Allreduce(mine.data(), expected.data(), t.rollouts, MPI_UINT64_T, MPI_SUM, world);
+  MPI_Request request;
+  MPI_Iallreduce(mine.data(), expected.data(), t.rollouts, MPI_UINT64_T, MPI_SUM, s->world, &request);
+  wait_or_abort(&request, s->collective_timeout_s, "the box-hash check of the resume", s->world);
   if (t.role != Role::rollout || !restored) return restored;
   if (expected[t.index] == 0) return true;
   DCR_LOG(warn, "recovery", "%s: the restored state is not the version the trainers rebuilt (box hashes differ); "
@@ -142,9 +144,12 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   }
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
   const bool restored = matches_trainers(s, t.role == Role::rollout && restore(s, version), world);
-  const bool synced_everywhere = all_true(t.role != Role::rollout || restored, world);
+  DCR_TRY(fault_point(s->kill, t, Phase::resume, version));
+  const bool synced_everywhere = all_true(s, t.role != Role::rollout || restored);
   int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
-  MPI_Reduce(&missing, &rollouts_missing, 1, MPI_INT, MPI_SUM, 0, world);
+  MPI_Request count;
+  MPI_Ireduce(&missing, &rollouts_missing, 1, MPI_INT, MPI_SUM, 0, s->world, &count);
+  wait_or_abort(&count, s->collective_timeout_s, "counting the rollouts to re-sync", s->world);
 
   // Rollouts without a snapshot of this version take a full sync of it; boxes that already hold it
   // are skipped by hash, so restored rollouts write nothing.
@@ -152,7 +157,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   if (!synced_everywhere) {
     StepStats stats;
     const bool vote = transfer(s, FrameKind::full, {version, version}, &s->serving, &stats);
-    DCR_REQUIRE(all_true(vote, world), Code::aborted,
+    DCR_REQUIRE(all_true(s, vote), Code::aborted,
                 "the full sync of version " + std::to_string(version) + " after a restart failed (see the messages above)");
   }
   // A snapshot only makes the next restart cheaper: one that cannot be written is reported, not fatal.
@@ -161,7 +166,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
     DCR_LOG(warn, "recovery", "%s: snapshot not written after the resume: %s", t.describe().c_str(),
                  snapshot.to_string().c_str());
   }
-  DCR_REQUIRE(verified(s, s->serving, world), Code::target_mismatch,
+  DCR_REQUIRE(verified(s, s->serving), Code::target_mismatch,
               "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
   DCR_TRY(all_ok(s, record_resumed(s, version), "journal after the resume"));
   if (t.world_rank == 0) {

@@ -14,8 +14,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-double time_bcast(RankState* s, MPI_Comm world) {
-  MPI_Barrier(world);
+double time_bcast(RankState* s) {
+  barrier(s, "the barrier before the MPI_Bcast comparison");
   const auto start = Clock::now();
   if (s->bcast_comm != MPI_COMM_NULL) {
     const bool root = s->topology.role == Role::trainer;
@@ -24,25 +24,28 @@ double time_bcast(RankState* s, MPI_Comm world) {
       const uint64_t bytes = s->plan.manifest.tensors[i].nbytes();
       uint8_t* data = root ? const_cast<uint8_t*>(s->source->bytes()(static_cast<uint32_t>(i))) : (scratch.resize(bytes), scratch.data());
       for (uint64_t off = 0; off < bytes; off += 1u << 30) {
-        MPI_Bcast(data + off, static_cast<int>(std::min<uint64_t>(1u << 30, bytes - off)), MPI_BYTE, 0, s->bcast_comm);
+        MPI_Request request;
+        MPI_Ibcast(data + off, static_cast<int>(std::min<uint64_t>(1u << 30, bytes - off)), MPI_BYTE, 0, s->bcast_comm,
+                   &request);
+        wait_or_abort(&request, s->collective_timeout_s, "the MPI_Bcast comparison", s->bcast_comm);
       }
     }
   }
-  MPI_Barrier(world);
+  barrier(s, "the barrier after the MPI_Bcast comparison");
   return since(start);
 }
 
 // The full refit of the current version into the rollouts' second copy, for comparison.
-double time_full(RankState* s, uint64_t version, MPI_Comm world, uint64_t* full_bytes, bool* ok) {
-  MPI_Barrier(world);
+double time_full(RankState* s, uint64_t version, uint64_t* full_bytes, bool* ok) {
+  barrier(s, "the barrier before the full-refit comparison");
   const auto start = Clock::now();
   StepStats stats;
-  *ok = all_true(transfer(s, FrameKind::full, {version, version}, &s->full_serving, &stats), world);
+  *ok = all_true(s, transfer(s, FrameKind::full, {version, version}, &s->full_serving, &stats));
   const double seconds = since(start);
   StepStats total;
-  reduce_stats(stats, world, &total);
+  reduce_stats(s, stats, &total);
   *full_bytes = total.wire_bytes;
-  *ok = *ok && verified(s, s->full_serving, world);
+  *ok = *ok && verified(s, s->full_serving);
   return seconds;
 }
 
@@ -59,7 +62,7 @@ uint64_t peak_rss() {
 }
 
 // One refit of `kind` to version `target`: transfer, joint commit, promotion, verification.
-StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm world) {
+StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   StepRecord r;
   r.version = target;
   r.base = s->committed;
@@ -71,7 +74,7 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
     s->peak_rss = peak_rss();
   }
   if (s->journal && s->topology.role == Role::rollout) s->journal->append({JournalRecord::begin, versions.base, target, 0}, false);
-  MPI_Barrier(world);
+  barrier(s, "the barrier before a step");
   const auto start = Clock::now();
   StepStats stats;
   const bool vote = transfer(s, kind, versions, &s->serving, &stats);
@@ -80,7 +83,7 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
   r.commit_s = since(commit_start);
   r.seconds = since(start);
   StepStats total;
-  reduce_stats(stats, world, &total);
+  reduce_stats(s, stats, &total);
   r.frames = total.frames;
   r.wire_bytes = total.wire_bytes;
   r.change_rate = total.elements ? double(total.changed) / total.elements : 0;
@@ -88,7 +91,7 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target, MPI_Comm wo
   r.send_s = total.send_s;
   r.forward_s = total.forward_s;
   r.apply_s = total.apply_s;
-  r.bitexact = r.committed && verified(s, s->serving, world);
+  r.bitexact = r.committed && verified(s, s->serving);
   return r;
 }
 
@@ -122,12 +125,14 @@ uint64_t piece_bytes(const RefitPlan& plan, const Holdings& h) {
 }
 
 // Checkpoint versions: what each trainer read of the checkpoint against its shard, and its peak RSS.
-void report_reads(RankState* s, MPI_Comm world) {
+void report_reads(RankState* s) {
   const Topology& t = s->topology;
   const bool trainer = t.role == Role::trainer;
   uint64_t mine[3] = {s->touched, trainer ? piece_bytes(s->plan, s->plan.trainer_holdings[t.index]) : 0, s->peak_rss};
   std::vector<uint64_t> all(t.world_rank == 0 ? 3 * static_cast<size_t>(t.world_size) : 0);
-  MPI_Gather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, 0, world);
+  MPI_Request request;
+  MPI_Igather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, 0, s->world, &request);
+  wait_or_abort(&request, s->collective_timeout_s, "the checkpoint-read report", s->world);
   if (t.world_rank != 0) return;
   std::string line = "      checkpoint read per trainer (touched / shard MB, peak RSS MB):";
   for (int r = 0; r < t.trainers; ++r) {
@@ -140,24 +145,24 @@ void report_reads(RankState* s, MPI_Comm world) {
 
 // Rollouts publish their serving buffers as vLLM sharded-state files, then each replica's first
 // rank names the version. Collective.
-Status publish_serving(RankState* s, uint64_t version, MPI_Comm world) {
+Status publish_serving(RankState* s, uint64_t version) {
   const Topology& t = s->topology;
   const bool rollout = t.role == Role::rollout;
   const int tp = s->config.rollout_tp;
   const std::string dir = s->config.serve_dir + "/replica-" + std::to_string(rollout ? t.index / tp : 0);
   Status st = rollout ? write_serving_shard(dir, t.index % tp, s->serving) : Status::ok();
-  const bool written = all_true(st.is_ok(), world);
+  const bool written = all_true(s, st.is_ok());
   if (rollout && written && t.index % tp == 0) st = write_serving_version(dir, version, s->plan.manifest.hash());
-  DCR_REQUIRE(all_true(st.is_ok(), world), st.is_ok() ? Code::io_error : st.code(),
+  DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::io_error : st.code(),
               st.is_ok() ? "a rollout failed to publish its serving shard (see its message)" : st.message());
   return Status::ok();
 }
 
 // Collective: moves every rank with a source to `version`; fails everywhere when one cannot.
-Status seek_everywhere(RankState* s, uint64_t version, MPI_Comm world) {
+Status seek_everywhere(RankState* s, uint64_t version) {
   const Status st = s->has_model() ? advance_source_to(s, version) : Status::ok();
   if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
-  DCR_REQUIRE(all_true(st.is_ok(), world), st.is_ok() ? Code::invalid_argument : st.code(),
+  DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::invalid_argument : st.code(),
               st.is_ok() ? "another rank could not read version " + std::to_string(version) + " (see its message)"
                          : st.message());
   return Status::ok();
@@ -186,7 +191,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     bool exists = false;
     DCR_TRY(version_exists(&s, version, world, &exists));
     if (!exists) break;
-    DCR_TRY(seek_everywhere(&s, version, world));
+    DCR_TRY(seek_everywhere(&s, version));
     DCR_TRY(all_ok(&s, s.reload_keys(), "reading the key file"));  // a key appended since seals this version
     if (s.spool) s.spool->set_keys(s.keys);
     if (config.from_checkpoints() && t.world_rank == 0) {
@@ -194,25 +199,25 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
       std::snprintf(line, sizeof line, "v%-3llu from ", static_cast<unsigned long long>(version));
       s.observer.note(line + s.source->describe(version));
     }
-    StepRecord r = refit_once(&s, version == 0 ? FrameKind::full : FrameKind::delta, version, world);
+    StepRecord r = refit_once(&s, version == 0 ? FrameKind::full : FrameKind::delta, version);
     if (r.committed && version > 0 && config.compare_full) {
       bool full_ok = false;
-      r.full_seconds = time_full(&s, version, world, &r.full_bytes, &full_ok);
+      r.full_seconds = time_full(&s, version, &r.full_bytes, &full_ok);
       r.bitexact = r.bitexact && full_ok;
     }
-    if (r.committed && version > 0 && config.compare_bcast) r.bcast_seconds = time_bcast(&s, world);
+    if (r.committed && version > 0 && config.compare_bcast) r.bcast_seconds = time_bcast(&s);
     if (t.world_rank == 0) {
       s.observer.step(r);
       report->steps.push_back(r);
     }
-    if (config.from_checkpoints()) report_reads(&s, world);
+    if (config.from_checkpoints()) report_reads(&s);
     DCR_REQUIRE(r.committed, Code::aborted,
                 "version " + std::to_string(version) + " was not committed: a rank refused or failed (see its message); "
                 "every rank stays on version " + std::to_string(s.committed));
     DCR_REQUIRE(r.bitexact, Code::target_mismatch,
                 "version " + std::to_string(version) + " committed but a rollout's bits differ from the expected model");
     // Snapshots and spool copies make restarts cheaper; losing one only makes a restart take a full sync.
-    if (!config.serve_dir.empty()) DCR_TRY(publish_serving(&s, version, world));
+    if (!config.serve_dir.empty()) DCR_TRY(publish_serving(&s, version));
     warn_if_failed(t, write_snapshot(&s), "snapshot not written");
     if (version > 0) warn_if_failed(t, publish_to_spool(&s, {r.base, version}), "delta not published to the spool");
   }

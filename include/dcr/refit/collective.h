@@ -12,6 +12,8 @@
 
 namespace dcr {
 
+constexpr double kCollectiveTimeoutS = 600;
+
 class Collective {
  public:
   virtual ~Collective() = default;
@@ -24,8 +26,14 @@ class Collective {
   bool all_true(bool value) { return all_min(value ? 1 : 0) == 1; }
 };
 
-// Over `comm` (used as it is: the caller keeps it for control traffic only).
-std::unique_ptr<Collective> mpi_collective(MPI_Comm comm);
+// Over `comm` (used as it is: the caller keeps it for control traffic only). Each collective waits at
+// most `timeout_s` (see wait_or_abort).
+std::unique_ptr<Collective> mpi_collective(MPI_Comm comm, double timeout_s = kCollectiveTimeoutS);
+
+// Waits for a nonblocking MPI operation at most `timeout_s`. Past it the job is aborted (MPI_Abort
+// on `comm`) after logging `what`: a rank that is stopped (SIGSTOP) or hung must not make every
+// other rank wait forever in a collective it never joins.
+void wait_or_abort(MPI_Request* request, double timeout_s, const char* what, MPI_Comm comm);
 
 // `size` ranks in one process: element i is rank i, for one thread each.
 std::vector<std::unique_ptr<Collective>> thread_collective_group(int size);

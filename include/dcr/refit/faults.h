@@ -4,23 +4,26 @@
 //  --fault forge@V | unsealed@V            (with a key file) trainer 0 sends its first frame of V
 //                                          sealed under a forged key of the same id (its XXH3 hashes
 //                                          all consistent), or without a MAC;
-//  --fail-at ROLE:INDEX:PHASE:V            that rank kills itself (SIGKILL, like kill -9) in PHASE of
-//                                          version V: encode | stream | apply | commit. With a state
-//                                          directory it fires once (a marker file remembers it), so
-//                                          running the same command again resumes past it.
+//  --fail-at ROLE:INDEX:PHASE:V[,...]      that rank kills itself (SIGKILL, like kill -9) in PHASE of
+//                                          version V: encode | stream | apply | commit | resume (while
+//                                          the job resumes at V). With a state directory each point
+//                                          fires once (a marker file remembers it), so running the
+//                                          same command again resumes past it. Several points, comma
+//                                          separated, kill several ranks (at once, or one per run).
 // Endpoint tests on threads use the same points with `fail` set: the rank's step returns an error
 // there instead (once), as a rank that stopped would leave it.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dcr/core/status.h"
 #include "dcr/refit/topology.h"
 
 namespace dcr {
 
-enum class Phase { encode, stream, apply, commit };
+enum class Phase { encode, stream, apply, commit, resume };
 const char* phase_name(Phase phase);
 
 struct FrameFault {
@@ -37,6 +40,7 @@ struct KillPoint {
   std::string marker;  // file that records the kill happened (empty: no state directory)
   bool fail = false;   // return an error (once) instead of killing the process
   mutable bool fired = false;
+  std::vector<KillPoint> more;  // further points of the same --fail-at
 };
 
 Status parse_frame_fault(const std::string& text, FrameFault* fault);
