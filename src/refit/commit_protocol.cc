@@ -1,5 +1,10 @@
 #include "dcr/refit/commit.h"
 
+#include <cstdio>
+#include <string>
+
+#include "dcr/auth/seal.h"
+
 namespace dcr {
 
 namespace {
@@ -13,6 +18,29 @@ bool recorded(const CommitParty& p, const Status& st, const char* what) {
   return st.is_ok();
 }
 
+std::string decision_text(const CommitParty& p, Versions versions) {
+  return "dcr commit decision: target " + std::to_string(versions.target) + " base " + std::to_string(versions.base) +
+         " manifest " + std::to_string(p.manifest_hash);
+}
+
+// The root's tag over a commit, sent as its key id and four 64-bit words; every other rank checks it.
+bool authenticated(const CommitParty& p, Versions versions) {
+  const std::string text = decision_text(p, versions);
+  uint32_t key_id = 0;
+  std::string hex = p.control->rank() == 0 ? text_tag(*p.keys, text, &key_id) : std::string(64, '0');
+  key_id = static_cast<uint32_t>(p.control->broadcast(key_id, 0));
+  for (int w = 0; w < 4; ++w) {
+    const uint64_t word = p.control->broadcast(std::stoull(hex.substr(16 * w, 16), nullptr, 16), 0);
+    char part[17];
+    std::snprintf(part, sizeof part, "%016llx", static_cast<unsigned long long>(word));
+    hex.replace(16 * w, 16, part);
+  }
+  if (p.control->rank() == 0) return true;
+  return recorded(p, check_text_tag(*p.keys, text, key_id, hex,
+                                    "the commit decision for version " + std::to_string(versions.target)),
+                  "commit decision");
+}
+
 }  // namespace
 
 bool joint_decision(const CommitParty& p, bool vote, Versions versions) {
@@ -23,6 +51,7 @@ bool joint_decision(const CommitParty& p, bool vote, Versions versions) {
   bool decision = false;
   if (p.control->rank() == 0) decision = all_yes && recorded(p, record(p, committed), "journal");
   decision = p.control->broadcast(decision ? 1 : 0, 0) == 1;
+  if (decision && p.keys) decision = authenticated(p, versions);
   if (decision && p.control->rank() != 0) recorded(p, record(p, committed), "journal");
   return decision;
 }

@@ -74,6 +74,7 @@ bool EndpointCore::commit(bool vote, Versions versions) {
   party.journal = journal.get();
   party.durable_vote = topology.role == Role::rollout;
   party.manifest_hash = plan.manifest.hash();
+  party.keys = keys.get();
   party.before_decision = [this, versions] { return fault_point(kill, topology, Phase::commit, versions.target); };
   party.report = report;
   if (!joint_decision(party, vote, versions)) return false;

@@ -44,7 +44,9 @@ class CommitTest : public ::testing::Test {
   }
   std::string path(int r) const { return (dir_ / ("rank-" + std::to_string(r) + ".journal")).string(); }
   // One commit round; votes[r] is rank r's vote. Returns each rank's decision.
-  std::vector<bool> commit(const std::vector<bool>& votes, Versions versions) {
+  // keys[r]: rank r's job keys (null: none).
+  std::vector<bool> commit(const std::vector<bool>& votes, Versions versions,
+                           const std::vector<const Keyring*>& keys = std::vector<const Keyring*>(kRanks, nullptr)) {
     std::vector<bool> decisions(kRanks);
     std::vector<char> out(kRanks, 0);
     on_threads(kRanks, [&](Collective& c) {
@@ -53,6 +55,7 @@ class CommitTest : public ::testing::Test {
       p.journal = journals_[c.rank()].get();
       p.durable_vote = c.rank() >= 2;
       p.manifest_hash = kManifest;
+      p.keys = keys[c.rank()];
       out[c.rank()] = joint_decision(p, votes[c.rank()], versions);
     });
     for (int r = 0; r < kRanks; ++r) decisions[r] = out[r];
@@ -96,6 +99,20 @@ TEST_F(CommitTest, OneNoCommitsNowhereWhicheverRoleFails) {
   }
   // The job stays resumable: the next round commits.
   EXPECT_EQ(commit({true, true, true, true}, {0, 1}), std::vector<bool>(kRanks, true));
+}
+
+TEST_F(CommitTest, WithAKeyADecisionUnderAnotherKeyIsNotRecorded) {
+  Key real, forged;
+  real.id = forged.id = 1;
+  real.bytes.fill(1);
+  forged.bytes.fill(2);
+  const Keyring ring = Keyring::of({real}), other = Keyring::of({forged});
+  EXPECT_EQ(commit({true, true, true, true}, {0, 1}, {&ring, &ring, &ring, &ring}), std::vector<bool>(kRanks, true));
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(committed(r), 1u) << "rank " << r;
+  // A root that does not hold the job key (an impostor): its commit is refused everywhere else.
+  const std::vector<bool> decided = commit({true, true, true, true}, {1, 2}, {&other, &ring, &ring, &ring});
+  EXPECT_EQ(decided, (std::vector<bool>{true, false, false, false}));
+  for (int r = 1; r < kRanks; ++r) EXPECT_EQ(committed(r), 1u) << "rank " << r << " recorded a forged decision";
 }
 
 TEST_F(CommitTest, ResumeTakesTheHighestVersionAnyJournalProves) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "dcr/auth/keyring.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/core/status.h"
 #include "dcr/journal/journal.h"
@@ -20,6 +21,7 @@ struct CommitParty {
   Journal* journal = nullptr;  // null without durable state
   bool durable_vote = false;   // rollouts: a yes is recorded (fsync'ed) before it is cast
   uint64_t manifest_hash = 0;
+  const Keyring* keys = nullptr;  // with a job key the root's decision carries an HMAC-SHA-256 tag
   std::function<Status()> before_decision;                   // the fault injector's point: an error votes no
   std::function<void(const Status&, const char*)> report;    // a journal write that failed, and what it was
 };
@@ -28,6 +30,8 @@ struct CommitParty {
 // fails, votes no). The root commits
 // only if all voted yes, and records the decision durably before anyone learns it (a root that
 // cannot record it decides no). Phase 2: every rank learns the decision and records it. Returns it.
+// With keys, a commit reaches the other ranks with the root's tag over (target, base, manifest); a
+// rank whose check fails does not record it and returns no (naming the forged decision).
 bool joint_decision(const CommitParty& p, bool vote, Versions versions);
 
 // The job's committed version on resume: the highest that any rank's journal proves committed
