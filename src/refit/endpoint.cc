@@ -13,8 +13,8 @@
 namespace dcr {
 
 namespace {
-// Passes of frames use channels from here on (the harness's kFrameChannel and any control channels
-// stay below); a failed pass's stale frames stay on its own channel.
+// Passes of frames use channels from here on (those below stay free for other traffic); a failed
+// pass's stale frames stay on its own channel.
 constexpr uint32_t kFirstPassChannel = 16;
 constexpr uint32_t kPassChannels = 1u << 30;
 }  // namespace

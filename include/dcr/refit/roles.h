@@ -17,8 +17,6 @@
 
 namespace dcr {
 
-constexpr uint32_t kFrameChannel = 1;
-
 enum class FrameKind { delta, full };
 
 // What one rank did in one step; reduced over the job for the step record.
@@ -40,7 +38,7 @@ struct Link {
   int window;
   double timeout_s;
   const KillPoint* kill;  // injected kill -9 points (test only)
-  uint32_t channel = kFrameChannel;  // the step's frames travel on this channel (stale ones are not taken)
+  uint32_t channel = 0;              // this pass's frames travel on this channel (stale ones are not taken)
   const Keyring* keys = nullptr;     // with a key file: trainers seal, relays verify, rollouts open
   bool encrypt = false;              // trainers seal with AES-256-GCM rather than HMAC-SHA-256
 };
