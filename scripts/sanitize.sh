@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the hostile-input reproducers and the damaged-state resumes against a dcr built with ASan and
+# Runs the hostile-input reproducers, the damaged-state resumes and the sealed-frame cases (forged,
+# unsealed and tampered frames, key rotation) against a dcr built with ASan and
 # UBSan (clang, in build-fuzz, the configuration scripts/fuzz.sh makes): every case must end in its
 # clear error or its correct resume with no sanitizer report (reports exit 99, not 1 or 2).
 set -euo pipefail
@@ -12,3 +13,4 @@ export ASAN_OPTIONS=detect_leaks=0:exitcode=99:abort_on_error=0 UBSAN_OPTIONS=pr
 tests/hostile/hostile_inputs.sh build-fuzz/dcr
 tests/fault/damaged_journals.sh build-fuzz/dcr
 tests/fault/untrusted_state.sh build-fuzz/dcr
+tests/fault/sealed_frames.sh build-fuzz/dcr
