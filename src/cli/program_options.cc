@@ -5,13 +5,32 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <regex>
+#include <sstream>
 #include <string>
 
 namespace dcr {
 
 namespace po = boost::program_options;
 
+namespace {
+
+// Boost.Program_options builds its error messages by replacing "%name%" tokens with the values it
+// was given, again and again: a value that holds such a token makes it loop forever (found by
+// fuzz_config). Such text is refused before Boost sees it.
+Status check_no_tokens(const std::string& text, const std::string& where) {
+  static const std::regex token("%[A-Za-z_]+%");
+  std::smatch m;
+  DCR_REQUIRE(!std::regex_search(text, m, token), Code::invalid_argument,
+              where + " contains '" + m.str() + "': text between two '%' signs is not accepted in dcr options");
+  return Status::ok();
+}
+
+}  // namespace
+
 Status parse_program_options(int argc, char** argv, const po::options_description& desc, po::variables_map* vm) {
+  for (int i = 1; i < argc; ++i) DCR_TRY(check_no_tokens(argv[i], "the command-line argument '" + std::string(argv[i]) + "'"));
   try {
     po::store(po::parse_command_line(argc, argv, desc), *vm);
     if (vm->count("config")) {
@@ -19,7 +38,10 @@ Status parse_program_options(int argc, char** argv, const po::options_descriptio
       DCR_TRY(files::check_regular_file(path, 1 << 20, nullptr).with_context("config file"));
       std::ifstream file(path);
       DCR_REQUIRE(file.good(), Code::not_found, "cannot open config file '" + path + "'");
-      po::store(po::parse_config_file(file, desc), *vm);
+      const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+      DCR_TRY(check_no_tokens(text, "config file '" + path + "'"));
+      std::istringstream in(text);
+      po::store(po::parse_config_file(in, desc), *vm);
     }
     po::notify(*vm);
   } catch (const std::exception& e) {
