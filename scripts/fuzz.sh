@@ -3,7 +3,7 @@
 # frame decoder (and sealed frames) for FUZZ_SECONDS (default 60), the checkpoint readers, the
 # journal / spool manifest readers and the INI configuration for FUZZ_FILE_SECONDS (default 30)
 # each; FUZZ_RUNS sets an input count instead.
-# Fails on any crash, leak or sanitizer report (then it leaves the failing input as
+# Fails on any crash, leak, sanitizer report or input that runs 25 s (then it leaves the failing input as
 # build-fuzz/crash-*: add it to tests/fuzz/regressions[-<target>]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,6 @@ for target in "${targets[@]}"; do
   limit=(-max_total_time="$time_limit")
   [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
   echo "fuzz_$target:"
-  build-fuzz/tests/fuzz_$target "${limit[@]}" -max_len=$max_len -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+  build-fuzz/tests/fuzz_$target "${limit[@]}" -timeout=25 -max_len=$max_len -print_final_stats=1 -artifact_prefix=build-fuzz/ \
     "$corpus" 2>&1 | tail -n 25
 done
