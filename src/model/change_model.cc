@@ -223,6 +223,24 @@ Status check_tensor(const TensorDesc& t) {
   return Status::ok();
 }
 
+// A master for stored word `word`: its value moved by a random fraction (within +-0.45) of the gap to
+// its next magnitude, as long as it still casts to `word` exactly. A trainer's fp32 master sits
+// anywhere inside its bf16 word's rounding interval, so steps far below an ulp already flip some
+// words; masters equal to the stored values would need a step of half an ulp to flip any.
+template <typename F>
+float dithered_master(typename F::Word word, float fraction) {
+  const float value = F::value(word);
+  if constexpr (sizeof(typename F::Word) >= sizeof(float)) {
+    return value;  // an fp32 master is its stored value
+  } else {
+    const typename F::Word magnitude = word & static_cast<typename F::Word>(~F::kSign);
+    if ((magnitude & F::kExponent) == F::kExponent) return value;  // Inf and NaN stay as they are
+    const float next = F::value(static_cast<typename F::Word>(word + 1));
+    const float moved = value + 0.9f * (fraction - 0.5f) * (next - value);
+    return F::cast(moved) == word && std::isfinite(moved) ? moved : value;
+  }
+}
+
 // tune_lr's sample: at a 0.5% change rate, 4M elements hold ~20k changes (binomial error ~0.7%).
 constexpr uint64_t kSampleElements = uint64_t{1} << 22;
 
@@ -276,9 +294,13 @@ void ChangeModel::init_parameter(size_t tensor, const ChangeModelOptions& option
   state.master.resize(t.numel());
   if (options.initial != nullptr) {
     state.stored = (*options.initial)[tensor];
+    const uint64_t key = stream_key(seed_, Purpose::init, 0, tensor);
     with_format(t.dtype, [&](auto format) {
       using F = decltype(format);
-      for (uint64_t i = 0; i < state.master.size(); ++i) state.master[i] = F::value(load<F>(state.stored.data(), i));
+      for (uint64_t i = 0; i < state.master.size(); ++i) {
+        const float fraction = static_cast<float>(draw(key, i) >> 40) * (1.0f / 16777216.0f);
+        state.master[i] = dithered_master<F>(load<F>(state.stored.data(), i), fraction);
+      }
     });
   } else if (options.pool != nullptr) {
     pooled_masters(options.pool->values, pool_cursor, &state.master);

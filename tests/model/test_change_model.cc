@@ -197,6 +197,30 @@ TEST(ChangeModel, TuneLrHitsTheTargetRateWithoutRowScales) {
   expect_tuned_rates(model.get());
 }
 
+// Started from a checkpoint's bits, the masters sit inside their words' rounding intervals (as a
+// trainer's do), so version 0 is the checkpoint exactly and steps hit the requested rates, with
+// mostly one-ulp moves.
+TEST(ChangeModel, CheckpointStartKeepsItsBitsAndHitsTheTargetRate) {
+  auto seeded = tiny_model(4);
+  const std::vector<std::vector<uint8_t>> checkpoint = seeded->snapshot();
+  ChangeModelOptions options;
+  options.seed = 11;
+  options.initial = &checkpoint;
+  auto model = make_model(seeded->manifest(), options);
+  EXPECT_EQ(model->snapshot(), checkpoint);
+  expect_tuned_rates(model.get());
+  const size_t q = tensor_index(*model, "layers.0.attn.q.weight");
+  const auto before = model->snapshot();
+  ASSERT_TRUE(model->step(model->tune_lr(0.03)).is_ok());
+  size_t changed = 0, one_ulp = 0;
+  for (size_t i = 0; i < before[q].size() / 2; ++i) {
+    const int move = sm_order(element<uint16_t>(model->stored(q), i)) - sm_order(element<uint16_t>(before[q], i));
+    changed += move != 0;
+    one_ulp += move == 1 || move == -1;
+  }
+  EXPECT_GT(one_ulp, changed * 8 / 10) << one_ulp << " of " << changed;
+}
+
 TEST(ChangeModel, TuneLrGivesItsBoundsForUnreachableRates) {
   auto model = tiny_model(3);
   EXPECT_EQ(model->tune_lr(1e-9), 1e-12);
