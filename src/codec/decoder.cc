@@ -15,26 +15,71 @@ namespace dcr {
 FrameDecoder::FrameDecoder() : changes_(new ChangeReader) {}
 FrameDecoder::~FrameDecoder() = default;
 
-Status FrameDecoder::decode(const uint8_t* frame, size_t size, uint64_t max_elements, DecodedFrame* out) {
+Status FrameDecoder::decode(const uint8_t* frame, size_t size, uint64_t max_elements, DecodedFrame* out,
+                            const Region* base) {
   DCR_TRY(parse_frame_header(frame, size, &out->header));
   DCR_REQUIRE(out->header.count() <= max_elements, Code::corrupt,
               "frame " + out->header.describe() + " is longer than the " + std::to_string(max_elements) +
                   " elements allowed");
   out->positions.resize(out->header.changed);
   out->words.resize(out->header.changed);
-  DCR_TRY(open_changes(frame, out));
+  if (base != nullptr) {
+    DCR_REQUIRE(base->box.elements() == out->header.count() && base->width == out->header.elem_width,
+                Code::invalid_argument, "the base given to decode frame " + out->header.describe() + " is " +
+                                            base->box.describe());
+  }
+  const uint8_t* payload = frame + kFrameHeaderBytes;
+  if (out->header.is_bundle()) DCR_TRY(read_bundle(frame, &out->header, &payload));
+  DCR_TRY(open_changes(payload, out, base));
   return changes_->decode(out->header.changed).with_context("frame " + out->header.describe());
 }
 
 // Opens the payload's sections for changes_ to decode into the change arrays (sized by the caller).
-Status FrameDecoder::open_changes(const uint8_t* frame, DecodedFrame* out) {
+Status FrameDecoder::open_changes(const uint8_t* payload, DecodedFrame* out, const Region* base) {
   const FrameHeader& h = out->header;
-  ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "frame payload");
-  Status status = changes_->open(h, &reader, &codec_, out->positions.data(), out->words.data());
+  ByteReader reader(payload, h.payload_bytes, "frame payload");
+  Status status = changes_->open(h, &reader, &codec_, out->positions.data(), out->words.data(), base);
   if (status.is_ok() && reader.remaining() != 0) {
     status = Status(Code::corrupt, std::to_string(reader.remaining()) + " trailing payload bytes");
   }
   return status.with_context("frame " + h.describe());
+}
+
+// A bundle's box list (into boxes_), the first stream of its payload: *payload and the header's
+// payload bytes then describe the sections after it.
+Status FrameDecoder::read_bundle(const uint8_t* frame, FrameHeader* h, const uint8_t** payload) {
+  ByteReader reader(frame + kFrameHeaderBytes, h->payload_bytes, "bundle box list");
+  const uint8_t* bytes;
+  size_t size;
+  const std::string what = "frame " + h->describe();
+  DCR_TRY(codec_.read(&reader, 1 + 5 * 10 * kMaxBundleBoxes, 0, &bytes, &size).with_context(what));
+  ByteReader list(bytes, size, "bundle box list");
+  uint64_t n = 0;
+  DCR_TRY(list.read_varint(&n).with_context(what));
+  DCR_REQUIRE(n >= 1 && n <= kMaxBundleBoxes, Code::corrupt, what + ": bundle lists " + std::to_string(n) + " boxes");
+  boxes_.resize(n);
+  for (Box& b : boxes_) {
+    uint64_t tensor = 0;
+    DCR_TRY(list.read_varint(&tensor).with_context(what));
+    for (uint64_t* field : {&b.row0, &b.rows, &b.col0, &b.cols}) DCR_TRY(list.read_varint(field).with_context(what));
+    DCR_REQUIRE(tensor < kBundleTensor, Code::corrupt, what + ": bundle box names tensor " + std::to_string(tensor));
+    b.tensor = static_cast<uint32_t>(tensor);
+  }
+  DCR_REQUIRE(list.remaining() == 0, Code::corrupt, what + ": bundle box list has trailing bytes");
+  DCR_TRY(check_bundle_boxes(boxes_, h->count()).with_context(what));
+  *payload = frame + kFrameHeaderBytes + reader.position();
+  h->payload_bytes -= reader.position();
+  return Status::ok();
+}
+
+Status FrameDecoder::bundle_boxes(const uint8_t* frame, size_t size, std::vector<Box>* boxes) {
+  FrameHeader h;
+  DCR_TRY(parse_frame_header(frame, size, &h));
+  DCR_REQUIRE(h.is_bundle(), Code::invalid_argument, "frame " + h.describe() + " is not a bundle");
+  const uint8_t* payload;
+  DCR_TRY(read_bundle(frame, &h, &payload));
+  *boxes = boxes_;
+  return Status::ok();
 }
 
 namespace {
@@ -132,11 +177,14 @@ Status scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, ChangeRead
   after.start(bytes);
   uint64_t& j = *applied;
   BoxFetch fetch(data, bytes, changed);
+  changes->defer_values();  // words that go by the base bits are decoded with the block in cache
   for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
     const uint64_t end = std::min(count, begin + kBlockElements);
     DCR_TRY(decode_through(changes, positions, changed, begin, end, r.width, &fetch));
     const uint64_t first = j;
-    j = std::lower_bound(positions + first, positions + changes->done(), end) - positions;
+    const uint64_t last = std::lower_bound(positions + first, positions + changes->done(), end) - positions;
+    DCR_TRY(changes->values_through(last));
+    j = last;
     if (hashes->with_before) before.feed(data, begin * r.width, end * r.width);
     scatter_swap(data, count, r.width, mode, positions + first, j - first, words + first);
     after.feed(data, begin * r.width, end * r.width);
@@ -215,6 +263,51 @@ std::string neither_message(const FrameHeader& h) {
 
 }  // namespace
 
+Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
+                           ApplyOutcome* outcome) {
+  DCR_TRY(parse_frame_header(frame, size, &scratch_.header));
+  const FrameHeader& h = scratch_.header;
+  DCR_REQUIRE(!h.is_bundle(), Code::invalid_argument,
+              "frame " + h.describe() + " is a bundle of several boxes: apply it with apply_bundle");
+  Region box;
+  DCR_TRY(check_destination(h, dst, expected_base_version, &box));
+  return apply_payload(frame + kFrameHeaderBytes, box, outcome);
+}
+
+// The boxes are gathered into one dense run (the bundle's own order), the frame is applied to it,
+// and only an applied result is copied back: every outcome but "applied" leaves the boxes as they
+// were.
+Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::vector<Region>& dsts,
+                                  uint64_t expected_base_version, ApplyOutcome* outcome) {
+  DCR_TRY(parse_frame_header(frame, size, &scratch_.header));
+  FrameHeader& h = scratch_.header;
+  DCR_REQUIRE(h.is_bundle(), Code::invalid_argument, "frame " + h.describe() + " is not a bundle: apply it with apply");
+  const uint8_t* payload;
+  DCR_TRY(read_bundle(frame, &h, &payload));
+  DCR_REQUIRE(dsts.size() == boxes_.size(), Code::invalid_argument,
+              "frame " + h.describe() + " holds " + std::to_string(boxes_.size()) + " boxes, given " +
+                  std::to_string(dsts.size()) + " destinations");
+  bundle_bits_.resize(h.count() * h.elem_width);
+  uint64_t at = 0;
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    DCR_REQUIRE(dsts[i].box == boxes_[i] && dsts[i].width == h.elem_width, Code::invalid_argument,
+                "frame " + h.describe() + ": box " + std::to_string(i) + " is " + boxes_[i].describe() +
+                    ", its destination " + dsts[i].box.describe());
+    copy_out(dsts[i], bundle_bits_.data() + at);
+    at += boxes_[i].elements() * h.elem_width;
+  }
+  Region box;
+  DCR_TRY(check_destination(h, dense_region(h.box, h.elem_width, bundle_bits_.data()), expected_base_version, &box));
+  DCR_TRY(apply_payload(payload, box, outcome));
+  if (*outcome != ApplyOutcome::applied) return Status::ok();
+  at = 0;
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    copy_in(dsts[i], bundle_bits_.data() + at);
+    at += boxes_[i].elements() * h.elem_width;
+  }
+  return Status::ok();
+}
+
 // A delta frame is decoded and scattered in one pass that hashes the box after the scatter. The old
 // bits come back in the words, so any outcome but "target bits out" puts the box back exactly: a
 // box already at the target (a retry: an XOR must not count twice), a box at neither hash, a result
@@ -223,17 +316,13 @@ std::string neither_message(const FrameHeader& h) {
 // bits, so the result is the target exactly when the box held the base: the hash after settles it,
 // and the box is hashed again only to tell the failures apart. An overwrite reaches the target from
 // bits other than the base too, so its pass also hashes the box before.
-Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
-                           ApplyOutcome* outcome) {
+Status FrameDecoder::apply_payload(const uint8_t* payload, const Region& box, ApplyOutcome* outcome) {
   DecodedFrame& d = scratch_;
-  DCR_TRY(parse_frame_header(frame, size, &d.header));
   const FrameHeader& h = d.header;
-  Region box;
-  DCR_TRY(check_destination(h, dst, expected_base_version, &box));
-  if (h.is_full() || h.changed == 0) return apply_copy(frame, box, outcome);
+  if (h.is_full() || h.changed == 0) return apply_copy(payload, box, outcome);
   grow_to(&d.positions, h.changed);  // scratch: never shrunk, so never zero-filled again
   grow_to(&d.words, h.changed);
-  DCR_TRY(open_changes(frame, &d));
+  DCR_TRY(open_changes(payload, &d, &box));
   BoxHashes hashes;
   hashes.with_before = h.value_mode == ValueMode::overwrite;
   uint64_t applied = 0;
@@ -256,7 +345,7 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
 
 // A full frame carries the box's bits as they are: copy them in (keeping the old bits to put back
 // should the result miss the target hash). A delta frame with no change has nothing to copy.
-Status FrameDecoder::apply_copy(const uint8_t* frame, const Region& box, ApplyOutcome* outcome) {
+Status FrameDecoder::apply_copy(const uint8_t* payload, const Region& box, ApplyOutcome* outcome) {
   const FrameHeader& h = scratch_.header;
   if (region_hash(box) == h.target_hash) {
     *outcome = ApplyOutcome::already_applied;
@@ -264,7 +353,7 @@ Status FrameDecoder::apply_copy(const uint8_t* frame, const Region& box, ApplyOu
   }
   DCR_REQUIRE(h.is_full(), Code::base_mismatch, neither_message(h));
   const uint64_t bytes = h.count() * h.elem_width;
-  ByteReader reader(frame + kFrameHeaderBytes, h.payload_bytes, "full frame payload");
+  ByteReader reader(payload, h.payload_bytes, "full frame payload");
   const uint8_t* values;
   size_t size;
   DCR_TRY(codec_.read(&reader, bytes, 0, &values, &size).with_context("frame " + h.describe()));

@@ -9,6 +9,7 @@
 #include "src/codec/buffer.h"
 #include "src/codec/sections.h"
 #include "src/codec/change_collector.h"
+#include "src/codec/contexts.h"
 #include "src/codec/scan_hash.h"
 
 namespace dcr {
@@ -21,6 +22,7 @@ struct FrameEncoder::Scratch {
   StripeHash target_stripes;
   Buffer<uint32_t> positions;
   Buffer<uint16_t> base_words;  // the changes' words, copied out by the fused scan
+  bool words_copied = false;    // whether base_words holds this frame's
   Buffer<uint16_t> target_words;
   Buffer<uint64_t> words;
   ChangeCollector collector;
@@ -30,6 +32,12 @@ struct FrameEncoder::Scratch {
   Section best;
   Section joint_positions;
   Section joint_values;
+  Section context_values;
+  ContextCoder contexts;
+  std::vector<uint8_t> bundle_base, bundle_target;  // a bundle's boxes, concatenated
+  std::vector<uint8_t> box_list;
+  std::vector<uint8_t> bundle;  // while encoding a bundle: its box list stream
+  Buffer<uint8_t> base_contexts;  // each change's context from its base bits
   std::vector<uint8_t> trial;
 };
 
@@ -73,6 +81,13 @@ void finish_frame(FrameHeader* header, std::vector<uint8_t>* out) {
 
 }  // namespace
 
+void set_dtype(DType dtype, EncodeOptions* options) {
+  options->sign_magnitude = dtype_is_float(dtype);
+  const int shift = exponent_shift(dtype);
+  options->context_shift.reset();
+  if (shift >= 0) options->context_shift = static_cast<uint8_t>(shift);
+}
+
 ValueMode FrameEncoder::delta_mode() const {
   return options_.sign_magnitude ? ValueMode::delta_sm : ValueMode::delta_tc;
 }
@@ -88,8 +103,8 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
   s.positions.reserve(count + kScanSlack);
   s.collector.start(width, delta_mode(), count, count);
   Hashes hashes;
-  const uint64_t changed = scan_and_hash_available(width) ? collect_fused(base, target, &hashes)
-                                                          : collect_by_block(base, target, &hashes);
+  s.words_copied = scan_and_hash_available(width);
+  const uint64_t changed = s.words_copied ? collect_fused(base, target, &hashes) : collect_by_block(base, target, &hashes);
   s.collector.finish();
   return encode(base, target, s.positions.data(), changed, hashes, versions, frame, stats);
 }
@@ -141,6 +156,7 @@ Status FrameEncoder::encode_delta_at(const Region& base_in, const Region& target
   const Region base = dense_region(base_in.box, base_in.width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, target_in.width, dense_bytes(target_in, &s.target_copy));
   s.collector.start(base.width, delta_mode(), base.box.elements(), changed);
+  s.words_copied = false;
   s.collector.add(base.data, target.data, positions, changed);
   s.collector.finish();
   const Hashes hashes{region_hash(base), region_hash(target)};
@@ -208,6 +224,7 @@ const Section& FrameEncoder::value_section(ValueChoice choice, const Region& bas
                                            const uint32_t* positions, uint64_t changed) {
   Scratch& s = *scratch_;
   if (choice.packing == ValuePacking::joint) return s.joint_values;
+  if (choice.packing == ValuePacking::contexts) return s.context_values;
   if (choice.mode == delta_mode() && choice.packing == ValuePacking::tokens) return s.collector.delta_tokens();
   gather_words(base.data, target.data, base.width, choice.mode, positions, changed, s.words.data());
   build_values(choice.packing, s.words.data(), changed, base.width, &s.best);
@@ -266,6 +283,53 @@ bool FrameEncoder::joint_pays(PosCoding pos, ValueChoice values, const Region& b
   return joint <= apart * (1 + options_.joint_slack);
 }
 
+// The context of each change (from its base bits), and the rule for them: returns the estimated bytes
+// of the context value section.
+double FrameEncoder::choose_contexts(const Region& base, const uint32_t* positions, uint64_t changed) {
+  Scratch& s = *scratch_;
+  const unsigned width = base.width, shift = *options_.context_shift;
+  uint8_t* contexts = s.base_contexts.reserve(changed);
+  if (s.words_copied) {  // the scan copied the base words out: no second look at the box
+    const uint16_t* words = s.base_words.data();
+    for (uint64_t j = 0; j < changed; ++j) contexts[j] = static_cast<uint8_t>(words[j] >> shift);
+  } else {
+    for (uint64_t j = 0; j < changed; ++j) {
+      contexts[j] = static_cast<uint8_t>(load_word(base.data, positions[j], width) >> shift);
+    }
+  }
+  const Section& tokens = s.collector.delta_tokens();
+  return s.contexts.choose(contexts, tokens.streams[0].data(), changed, static_cast<uint8_t>(shift)) + 3 +
+         static_cast<double>(tokens.streams[1].size());
+}
+
+// Whether the delta words' tokens go by the contexts of their base bits (the section is then
+// built): when forced, or when the options give a context shift, packing is not forced otherwise,
+// the frame's values are delta tokens (alone or joint), and gap tokens with the context section come
+// out smaller.
+bool FrameEncoder::contexts_pay(PosCoding pos, ValueChoice values, const Region& base, const uint32_t* positions,
+                                uint64_t changed) {
+  constexpr uint64_t kLeastChanges = 64;  // fewer do not pay for a second table
+  Scratch& s = *scratch_;
+  const Section& tokens = s.collector.delta_tokens();
+  if (options_.value_packing == ValuePacking::contexts) {
+    choose_contexts(base, positions, changed);
+  } else {
+    if (!options_.contexts || !options_.context_shift || options_.value_packing || options_.pos_coding ||
+        changed < kLeastChanges) {
+      return false;
+    }
+    if (values.mode != delta_mode() || (pos != PosCoding::gaps_token && pos != PosCoding::gaps_joint)) return false;
+    const double gaps = measure(s.collector.gap_tokens(), options_, &s.codec, &s.trial);
+    const double current = pos == PosCoding::gaps_joint
+                               ? measure(s.joint_positions, options_, &s.codec, &s.trial) +
+                                     measure(s.joint_values, options_, &s.codec, &s.trial)
+                               : gaps + measure(tokens, options_, &s.codec, &s.trial);
+    if (gaps + choose_contexts(base, positions, changed) >= current) return false;
+  }
+  s.contexts.build(s.base_contexts.data(), tokens, &s.context_values);
+  return true;
+}
+
 Status FrameEncoder::encode(const Region& base, const Region& target, const uint32_t* positions, uint64_t changed,
                             const Hashes& hashes, Versions versions, std::vector<uint8_t>* frame,
                             EncodeStats* stats) {
@@ -284,6 +348,10 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   DCR_REQUIRE(!joint_forced || (options_.pos_coding.value_or(PosCoding::gaps_joint) == PosCoding::gaps_joint &&
                                 options_.value_packing.value_or(ValuePacking::joint) == ValuePacking::joint),
               Code::invalid_argument, "position coding gaps-joint and value packing joint come only together");
+  DCR_REQUIRE(options_.value_packing != ValuePacking::contexts ||
+                  (options_.context_shift && options_.value_mode.value_or(delta_mode()) == delta_mode() &&
+                   options_.pos_coding != PosCoding::gaps_joint),
+              Code::invalid_argument, "value packing contexts needs a context shift, delta words and no joint positions");
   s.words.reserve(changed);
   header.pos_coding = joint_forced ? PosCoding::gaps_joint : choose_positions(count, positions, changed);
   DCR_REQUIRE(header.pos_coding != PosCoding::all || changed == count, Code::invalid_argument,
@@ -297,13 +365,21 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
       header.pos_coding = PosCoding::gaps_joint;
       values.packing = ValuePacking::joint;
     }
+    if (contexts_pay(header.pos_coding, values, base, positions, changed)) {
+      if (header.pos_coding == PosCoding::gaps_joint) header.pos_coding = PosCoding::gaps_token;
+      values.packing = ValuePacking::contexts;
+    }
   }
   header.value_mode = values.mode;
   header.value_packing = values.packing;
 
   std::vector<uint8_t>& out = *frame;
   out.assign(kFrameHeaderBytes, 0);
-  const size_t position_bytes = position_section(header.pos_coding, count, positions, changed)
+  if (!s.bundle.empty()) {
+    header.flags |= kFrameFlagBundle;
+    out.insert(out.end(), s.bundle.begin(), s.bundle.end());
+  }
+  const size_t position_bytes = s.bundle.size() + position_section(header.pos_coding, count, positions, changed)
                                     .write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
   const size_t value_bytes = value_section(values, base, target, positions, changed)
                                  .write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
@@ -313,6 +389,48 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
                          header.pos_coding, header.value_mode, header.value_packing};
   }
   return Status::ok();
+}
+
+Status FrameEncoder::encode_bundle(const std::vector<Region>& bases, const std::vector<Region>& targets,
+                                   Versions versions, std::vector<uint8_t>* frame, EncodeStats* stats) {
+  DCR_REQUIRE(!bases.empty() && bases.size() == targets.size() && bases.size() <= kMaxBundleBoxes,
+              Code::invalid_argument, "a bundle takes 1 to " + std::to_string(kMaxBundleBoxes) + " boxes, base and "
+                                      "target alike; asked for " + std::to_string(bases.size()));
+  Scratch& s = *scratch_;
+  const unsigned width = bases[0].width;
+  uint64_t total = 0;
+  s.box_list.clear();
+  put_varint(&s.box_list, bases.size());
+  for (size_t i = 0; i < bases.size(); ++i) {
+    DCR_TRY(check_pair(bases[i], targets[i]));
+    DCR_REQUIRE(bases[i].width == width, Code::invalid_argument, "a bundle's boxes share one element width");
+    const Box& b = bases[i].box;
+    for (uint64_t field : {uint64_t{b.tensor}, b.row0, b.rows, b.col0, b.cols}) put_varint(&s.box_list, field);
+    total += b.elements();
+  }
+  DCR_REQUIRE(total <= kMaxFrameElements, Code::invalid_argument, "a bundle covers at most 2^32-1 elements");
+  std::vector<Box> boxes;
+  for (const Region& r : bases) boxes.push_back(r.box);
+  const Status disjoint = check_bundle_boxes(boxes, total);
+  DCR_REQUIRE(disjoint.is_ok(), Code::invalid_argument, disjoint.message());
+  s.bundle_base.resize(total * width);
+  s.bundle_target.resize(total * width);
+  uint64_t at = 0;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    copy_out(bases[i], s.bundle_base.data() + at);
+    copy_out(targets[i], s.bundle_target.data() + at);
+    at += bases[i].box.elements() * width;
+  }
+  // The box list goes first in the payload (encode writes it while s.bundle is set).
+  s.bundle.clear();
+  StreamOptions options;
+  options.try_zstd = true;
+  s.codec.write(s.box_list.data(), s.box_list.size(), options, &s.bundle);
+  const Box all{kBundleTensor, 0, 1, 0, total};
+  const Status status = encode_delta(dense_region(all, width, s.bundle_base.data()),
+                                     dense_region(all, width, s.bundle_target.data()), versions, frame, stats);
+  s.bundle.clear();
+  return status;
 }
 
 Status FrameEncoder::encode_full(const Region& target_in, uint64_t target_version, std::vector<uint8_t>* frame,

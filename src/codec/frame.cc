@@ -32,12 +32,14 @@ const char* value_packing_name(ValuePacking packing) {
     case ValuePacking::tokens: return "tokens";
     case ValuePacking::words: return "words";
     case ValuePacking::joint: return "joint";
+    case ValuePacking::contexts: return "contexts";
   }
   return "?";
 }
 
 std::string FrameHeader::describe() const {
-  return box.describe() + " v" + std::to_string(base_version) + "->v" + std::to_string(target_version) +
+  const std::string what = is_bundle() ? "bundle of " + std::to_string(box.cols) + " elements" : box.describe();
+  return what + " v" + std::to_string(base_version) + "->v" + std::to_string(target_version) +
          (is_full() ? " (full)" : "");
 }
 
@@ -106,7 +108,7 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
   DCR_REQUIRE(p[13] < kPosCodingCount, Code::corrupt, "unknown position coding");
   DCR_REQUIRE(p[14] < kValueModeCount, Code::corrupt, "unknown value mode");
   DCR_REQUIRE(p[15] < kValuePackingCount, Code::corrupt, "unknown value packing");
-  DCR_REQUIRE((p[16] & ~kFrameFlagFull) == 0 && get_le(p + 22, 2) == 0, Code::corrupt,
+  DCR_REQUIRE((p[16] & ~(kFrameFlagFull | kFrameFlagBundle)) == 0 && get_le(p + 22, 2) == 0, Code::corrupt,
               "frame header has unknown flags or non-zero reserved bytes");
   DCR_REQUIRE(p[17] < kSealCount, Code::corrupt, "unknown frame seal " + std::to_string(p[17]));
   h->seal = static_cast<Seal>(p[17]);
@@ -132,6 +134,10 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
   DCR_REQUIRE(!h->is_full() || (h->pos_coding == PosCoding::all && h->value_mode == ValueMode::overwrite &&
                                 h->value_packing == ValuePacking::words),
               Code::corrupt, "full frame not coded as all / overwrite / words");
+  DCR_REQUIRE((b.tensor == kBundleTensor) == h->is_bundle() && (!h->is_bundle() || (!h->is_full() && b.row0 == 0 &&
+                                                                                    b.rows == 1 && b.col0 == 0)),
+              Code::corrupt, "bundle flag, tensor id and box disagree (a bundle is one row of tensor 0xffffffff "
+                             "from (0, 0), and not full)");
   return Status::ok();
 }
 }  // namespace
@@ -147,6 +153,31 @@ Status peek_frame_header(const uint8_t* frame, size_t size, FrameHeader* header)
                   std::to_string(body) + " bytes, header says " + std::to_string(header->payload_bytes) +
                   (trailer ? " + " + std::to_string(trailer) : "") +
                   (body < header->payload_bytes + trailer ? " (truncated)" : " (trailing bytes)"));
+  return Status::ok();
+}
+
+Status check_bundle_boxes(const std::vector<Box>& boxes, uint64_t elements) {
+  DCR_REQUIRE(!boxes.empty() && boxes.size() <= kMaxBundleBoxes, Code::corrupt,
+              "bundle lists " + std::to_string(boxes.size()) + " boxes (1 to " + std::to_string(kMaxBundleBoxes) +
+                  " allowed)");
+  uint64_t total = 0;
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const Box& b = boxes[i];
+    DCR_REQUIRE(b.tensor != kBundleTensor && b.rows <= kMaxFrameElements && b.cols <= kMaxFrameElements &&
+                    b.rows * b.cols <= kMaxFrameElements && b.row0 <= UINT64_MAX - b.rows &&
+                    b.col0 <= UINT64_MAX - b.cols,
+                Code::corrupt, "bundle box " + std::to_string(i) + " (" + b.describe() + ") is out of range");
+    total += b.elements();
+    for (size_t j = 0; j < i; ++j) {
+      const Box& o = boxes[j];
+      const bool overlap = o.tensor == b.tensor && o.row0 < b.row0 + b.rows && b.row0 < o.row0 + o.rows &&
+                           o.col0 < b.col0 + b.cols && b.col0 < o.col0 + o.cols;
+      DCR_REQUIRE(!overlap, Code::corrupt, "bundle boxes " + std::to_string(j) + " (" + o.describe() + ") and " +
+                                               std::to_string(i) + " (" + b.describe() + ") overlap");
+    }
+  }
+  DCR_REQUIRE(total == elements, Code::corrupt,
+              "bundle boxes hold " + std::to_string(total) + " elements, its header " + std::to_string(elements));
   return Status::ok();
 }
 

@@ -1,6 +1,7 @@
 #include "src/codec/sections.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -298,8 +299,9 @@ Status ChangeReader::Tokens::detokenize(uint64_t upto, Prefix prefix, Emit emit)
 }
 
 Status ChangeReader::open(const FrameHeader& header, ByteReader* payload, StreamCodec* codec, uint32_t* positions,
-                          uint64_t* words) {
+                          uint64_t* words, const Region* base) {
   h_ = header;
+  base_ = base;
   codec_ = codec;
   positions_ = positions;
   words_ = words;
@@ -344,6 +346,10 @@ Status ChangeReader::open_values(ByteReader* payload) {
     grow_to(&escape_words_, escapes_);
     return values_.open(payload, codec_, escapes_, 2, "escape value token");
   }
+  contexts_ = h_.value_packing == ValuePacking::contexts;
+  defer_ = false;
+  values_done_ = 0;
+  if (contexts_) return open_contexts(payload);
   lazy_values_ = h_.value_packing == ValuePacking::tokens;
   if (lazy_values_) return values_.open(payload, codec_, h_.changed, 2, "value token");
   return read_value_bytes(h_.value_packing, payload, codec_, h_.changed, h_.elem_width, words_);
@@ -353,6 +359,7 @@ Status ChangeReader::decode(uint64_t upto) {
   if (joint_) DCR_TRY(decode_joint(upto));
   if (lazy_gaps_) DCR_TRY(decode_gaps(upto));
   if (lazy_values_) DCR_TRY(decode_words(upto, &values_, words_));
+  if (contexts_ && !defer_) DCR_TRY(decode_contexts(upto));
   done_ = upto;
   return Status::ok();
 }
@@ -371,17 +378,19 @@ Status ChangeReader::decode_gaps(uint64_t upto) {
   return joint_ ? gaps_.detokenize(upto, vectorised, emit) : gaps_.decode(upto, vectorised, emit);
 }
 
-// Words [tokens->done, upto) of a token pair into out.
-Status ChangeReader::decode_words(uint64_t upto, Tokens* tokens, uint64_t* out) {
+// Words [tokens->done, upto) of a token pair into out; `symbols` false when the symbols are there
+// already (not decoded from a stream of their own).
+Status ChangeReader::decode_words(uint64_t upto, Tokens* tokens, uint64_t* out, bool symbols) {
   const unsigned width = h_.elem_width;
   const uint64_t mask = width_mask(width);
   const auto vectorised = [&](const TokenPair& pair, uint64_t from, uint64_t to, uint64_t* bit_pos) {
     return decode_words_avx512(pair, to - from, width, bit_pos, out + from);
   };
-  return tokens->decode(upto, vectorised, [&](uint64_t j, uint64_t word) {
+  const auto emit = [&](uint64_t j, uint64_t word) {
     out[j] = word;
     return (word & ~mask) == 0;  // no wider than the element
-  });
+  };
+  return symbols ? tokens->decode(upto, vectorised, emit) : tokens->detokenize(upto, vectorised, emit);
 }
 
 // The gap tokens and words of changes [done_, upto) from their joint bytes; the escapes' come from
@@ -402,6 +411,67 @@ Status ChangeReader::decode_joint(uint64_t upto) {
   DCR_REQUIRE(upto < h_.changed || escapes_used_ == escapes_, Code::corrupt,
               "escape streams hold more changes than the joint stream escapes");
   return Status::ok();
+}
+
+// Slots: the rule and each bucket's tokens 2 (copied out at once), the extra bits 3.
+Status ChangeReader::open_contexts(ByteReader* payload) {
+  lazy_values_ = false;
+  DCR_REQUIRE(base_ != nullptr, Code::invalid_argument,
+              "value packing contexts decodes against the base bits: apply the frame to its destination");
+  const uint8_t* bytes;
+  size_t size;
+  DCR_TRY(codec_->read(payload, 3, 2, &bytes, &size));
+  DCR_REQUIRE(size == 3, Code::corrupt, "context rule stream holds " + std::to_string(size) + " bytes, expected 3");
+  rule_ = ContextRule{bytes[0], bytes[1], bytes[2]};
+  DCR_REQUIRE(rule_.shift < 8 * h_.elem_width && rule_.buckets >= 1 && rule_.buckets <= kMaxContextBuckets &&
+                  rule_.first + rule_.buckets <= 256,
+              Code::corrupt, "context rule (shift " + std::to_string(rule_.shift) + ", first " +
+                                 std::to_string(rule_.first) + ", buckets " + std::to_string(rule_.buckets) +
+                                 ") is out of range");
+  context_tokens_.resize(h_.changed);
+  uint64_t total = 0;
+  for (unsigned b = 0; b < rule_.buckets; ++b) {
+    DCR_TRY(codec_->read(payload, h_.changed - total, 2, &bytes, &size));
+    if (size != 0) std::memcpy(context_tokens_.data() + total, bytes, size);
+    bucket_next_[b] = total;
+    total += size;
+    bucket_end_[b] = total;
+  }
+  DCR_REQUIRE(total == h_.changed, Code::corrupt,
+              "context token streams hold " + std::to_string(total) + " tokens, expected " + std::to_string(h_.changed));
+  merged_tokens_.resize(h_.changed);
+  for (unsigned c = 0; c < 256; ++c) bucket_of_[c] = static_cast<uint8_t>(ContextRule{0, rule_.first, rule_.buckets}.bucket(c));
+  Tokens& t = merged_values_;
+  t.codec = codec_;
+  t.slot = -1;  // the symbols are merged_tokens_
+  t.what = "context value token";
+  t.symbols = merged_tokens_.data();
+  t.n = h_.changed;
+  t.done = t.bit_pos = 0;
+  return codec_->read(payload, 8 * h_.changed, 3, &t.extras, &t.extra_bytes);
+}
+
+// Words [values_done_, upto): each change's token comes next from the bucket of the base bits at
+// its position (not yet scattered over: changes are applied only once decoded). The tokens are
+// merged back into change order, then detokenised with their extra bits like any token pair.
+Status ChangeReader::decode_contexts(uint64_t upto) {
+  const unsigned width = h_.elem_width, shift = rule_.shift;
+  const uint64_t cols = base_->box.cols;
+  const bool dense = base_->contiguous();
+  uint8_t* merged = merged_tokens_.data();
+  const uint8_t* tokens = context_tokens_.data();
+  for (uint64_t j = values_done_; j < upto; ++j) {
+    const uint64_t p = positions_[j];
+    const uint8_t* at = dense ? base_->data + p * width : base_->row(p / cols) + (p % cols) * width;
+    const uint64_t a = width == 2 ? uint64_t{load_u16(at)} : load_word(at, 0, width);
+    const unsigned b = bucket_of_[(a >> shift) & 0xff];
+    if (bucket_next_[b] == bucket_end_[b]) {
+      return Status(Code::corrupt, "context bucket " + std::to_string(b) + " holds fewer tokens than its changes");
+    }
+    merged[j] = tokens[bucket_next_[b]++];
+  }
+  values_done_ = upto;
+  return decode_words(upto, &merged_values_, words_, false);
 }
 
 }  // namespace dcr

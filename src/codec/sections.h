@@ -4,13 +4,22 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "dcr/codec/frame.h"
 #include "dcr/codec/stream.h"
 #include "dcr/codec/tokens.h"
+#include "dcr/core/region.h"
+#include "src/codec/contexts.h"
 
 namespace dcr {
+
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
 
 struct RawStream {
   std::vector<uint8_t> bytes;  // the stream, unless it is a view
@@ -50,12 +59,19 @@ void build_joint(const Section& gaps, const Section& values, Section* positions,
 class ChangeReader {
  public:
   // Takes both sections of the payload of `header` from `payload`, which must then be consumed.
+  // `base` is the frame's box holding its base bits (unchanged until their changes are decoded),
+  // which value packing contexts needs; nullptr refuses such a frame.
   Status open(const FrameHeader& header, ByteReader* payload, StreamCodec* codec, uint32_t* positions,
-              uint64_t* words);
+              uint64_t* words, const Region* base = nullptr);
   // Decodes the changes [done(), upto); `upto` is a multiple of kSlice or the frame's change count.
   Status decode(uint64_t upto);
   uint64_t done() const { return done_; }
   static constexpr uint64_t kSlice = 32;
+  // Leaves the words of value packing contexts to values_through, so that a receiver decodes them
+  // once their base bits are in cache (every other packing decodes them in decode).
+  void defer_values() { defer_ = contexts_; }
+  // Decodes the deferred words of changes up to `upto` (<= done()); nothing to do when none are.
+  Status values_through(uint64_t upto) { return defer_ && upto > values_done_ ? decode_contexts(upto) : Status::ok(); }
 
  private:
   // One stream pair of tokens (symbols, then their extra bits), decoded in order.
@@ -83,9 +99,12 @@ class ChangeReader {
   Status open_joint(ByteReader* payload);
   Status open_values(ByteReader* payload);
   Status decode_gaps(uint64_t upto);
-  Status decode_words(uint64_t upto, Tokens* tokens, uint64_t* out);
+  Status decode_words(uint64_t upto, Tokens* tokens, uint64_t* out, bool symbols = true);
   Status decode_joint(uint64_t upto);
+  Status open_contexts(ByteReader* payload);
+  Status decode_contexts(uint64_t upto);
   FrameHeader h_;
+  const Region* base_ = nullptr;
   StreamCodec* codec_ = nullptr;
   uint32_t* positions_ = nullptr;
   uint64_t* words_ = nullptr;
@@ -100,6 +119,17 @@ class ChangeReader {
   uint64_t escapes_ = 0, escapes_ready_ = 0, escapes_used_ = 0;
   std::vector<uint64_t> escape_words_;
   std::vector<uint8_t> gap_tokens_;
+  // contexts: every bucket's tokens (bucket b's at context_tokens_[next[b], end[b])), merged back
+  // into change order by their base bits as far as decoded.
+  bool contexts_ = false;
+  bool defer_ = false;
+  uint64_t values_done_ = 0;
+  ContextRule rule_;
+  std::vector<uint8_t> context_tokens_;
+  uint64_t bucket_next_[kMaxContextBuckets], bucket_end_[kMaxContextBuckets];
+  uint8_t bucket_of_[256];  // context -> bucket
+  std::vector<uint8_t> merged_tokens_;  // the tokens back in change order
+  Tokens merged_values_;                // over merged_tokens_ and the extra bits
 };
 
 }  // namespace dcr

@@ -25,6 +25,18 @@ size_t dtype_width(DType dtype) { return info(dtype).width; }
 const char* dtype_name(DType dtype) { return info(dtype).name; }
 bool dtype_is_float(DType dtype) { return info(dtype).is_float; }
 
+int exponent_shift(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return 7;
+    case DType::f16: return 10;
+    case DType::f32: return 23;
+    case DType::f64: return 52;
+    case DType::f8_e4m3: return 3;
+    case DType::f8_e5m2: return 2;
+    default: return -1;
+  }
+}
+
 Status parse_dtype(const std::string& name, DType* out) {
   for (const DTypeInfo& i : kInfo) {
     if (name == i.name) {

@@ -64,7 +64,7 @@ Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame&
   DCR_TRY(baseline->region(f.box, &base));
   DCR_TRY(current->region(f.box, &target));
   EncodeOptions options = encoder->options();
-  options.sign_magnitude = dtype_is_float(plan.manifest.tensors[f.box.tensor].dtype);
+  set_dtype(plan.manifest.tensors[f.box.tensor].dtype, &options);
   encoder->set_options(options);
   if (kind == FrameKind::full) {
     DCR_TRY(encoder->encode_full(target, versions.target, frame, stats));

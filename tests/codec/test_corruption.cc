@@ -28,7 +28,9 @@ std::vector<Sample> samples() {
     EncodeOptions options;
     bool full;
   };
-  EncodeOptions bitmap, varint, planes, xor_tokens, joint, separate;
+  EncodeOptions bitmap, varint, planes, xor_tokens, joint, separate, contexts;
+  contexts.value_packing = ValuePacking::contexts;
+  contexts.context_shift = 7;
   joint.pos_coding = PosCoding::gaps_joint;
   separate.pos_coding = PosCoding::gaps_token;
   separate.value_packing = ValuePacking::tokens;
@@ -47,6 +49,8 @@ std::vector<Sample> samples() {
       {"bf16 tokens, 3 blocks", 2, 40000, 0.02, separate, false},
       {"bf16 tokens, 3 dense blocks", 2, 34000, 0.3, separate, false},
       {"bf16 joint, 3 dense blocks", 2, 34000, 0.3, joint, false},
+      {"bf16 contexts", 2, 3000, 0.03, contexts, false},
+      {"bf16 contexts, 3 blocks", 2, 40000, 0.05, contexts, false},
   };
   for (const Spec& s : specs) {
     Sample sample{s.name, s.width, test::random_bytes(s.count * s.width, s.count), {}, {}};

@@ -38,7 +38,8 @@ void expect_exact(const Case& c, const EncodeOptions& options, const std::string
 
   FrameDecoder decoder;
   DecodedFrame decoded;
-  ASSERT_TRUE(decoder.decode(frame.data(), frame.size(), count, &decoded).is_ok()) << label;
+  const Region base = test::flat(7, c.base.data(), count, c.width);
+  ASSERT_TRUE(decoder.decode(frame.data(), frame.size(), count, &decoded, &base).is_ok()) << label;
   EXPECT_EQ(decoded.header.changed, stats.changed);
 
   std::vector<uint8_t> dst = c.base;
@@ -68,6 +69,7 @@ TEST_P(RoundTrip, SparseDenseEmptyAndSingleElementRangesAreBitExact) {
   options.value_mode = mode;
   options.value_packing = packing;
   options.sign_magnitude = mode != ValueMode::delta_tc;
+  if (packing == ValuePacking::contexts) options.context_shift = static_cast<uint8_t>(width == 1 ? 3 : 8 * width - 9);
   const double fractions[] = {0.0, 0.01, 0.3, 1.0};
   for (uint64_t count : {0ull, 1ull, 7ull, 64ull, 1000ull, 65537ull}) {
     for (double fraction : fractions) {
@@ -105,6 +107,16 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(ValueMode::xor_mask, ValueMode::overwrite, ValueMode::delta_sm,
                                          ValueMode::delta_tc),
                        ::testing::Values(ValuePacking::joint)),
+    [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
+
+// Value packing contexts takes the ordered deltas of any position coding but gaps-joint.
+INSTANTIATE_TEST_SUITE_P(
+    ContextCoding, RoundTrip,
+    ::testing::Combine(::testing::Values(1u, 2u, 4u, 8u),
+                       ::testing::Values(PosCoding::all, PosCoding::bitmap, PosCoding::gaps_varint,
+                                         PosCoding::gaps_token),
+                       ::testing::Values(ValueMode::delta_sm, ValueMode::delta_tc),
+                       ::testing::Values(ValuePacking::contexts)),
     [](const ::testing::TestParamInfo<Param>& info) { return param_name(info.param); });
 
 template <typename T>
@@ -348,6 +360,78 @@ TEST(RoundTripSpecial, AForcedPackingAloneChoosesAModeThatPacksThatWay) {
     ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), test::flat(0, dst.data(), 5000, 2), 0, &outcome).is_ok());
     EXPECT_EQ(dst, target);
   }
+}
+
+}  // namespace
+}  // namespace dcr
+
+namespace dcr {
+namespace {
+
+// bf16 weights of many magnitudes after one AdamW-like step: each moves by about the same absolute
+// amount, so small ones move many ulps and large ones one, and the ulp delta follows the exponent.
+void magnitude_step(uint64_t count, std::vector<uint16_t>* base, std::vector<uint16_t>* target) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> unit;
+  base->resize(count);
+  target->resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const float w = normal(rng) * 0.02f;
+    const float step = unit(rng) < 0.05f ? (unit(rng) < 0.5f ? -1e-4f : 1e-4f) : 0.0f;
+    (*base)[i] = f32_to_bf16_rne(w);
+    (*target)[i] = f32_to_bf16_rne(bf16_to_f32((*base)[i]) + step);
+  }
+}
+
+TEST(RoundTripSpecial, ExponentContextsWinOnMagnitudeDependentSteps) {
+  const uint64_t count = 200000;
+  std::vector<uint16_t> base, target;
+  magnitude_step(count, &base, &target);
+  const Region b = test::flat(0, base.data(), count, 2), t = test::flat(0, target.data(), count, 2);
+  EncodeOptions plain, by_exponent;
+  set_dtype(DType::bf16, &plain);
+  set_dtype(DType::bf16, &by_exponent);
+  by_exponent.contexts = true;
+  std::vector<uint8_t> without, with;
+  EncodeStats stats;
+  ASSERT_TRUE(FrameEncoder(plain).encode_delta(b, t, {0, 1}, &without).is_ok());
+  ASSERT_TRUE(FrameEncoder(by_exponent).encode_delta(b, t, {0, 1}, &with, &stats).is_ok());
+  EXPECT_EQ(stats.value_packing, ValuePacking::contexts);
+  EXPECT_LT(with.size(), without.size());
+  std::vector<uint16_t> dst = base;
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  ASSERT_TRUE(decoder.apply(with.data(), with.size(), test::flat(0, dst.data(), count, 2), 0, &outcome).is_ok());
+  EXPECT_EQ(dst, target);
+}
+
+TEST(RoundTripSpecial, ContextFramesDecodeOnlyAgainstTheirBase) {
+  const uint64_t count = 5000;
+  std::vector<uint16_t> base, target;
+  magnitude_step(count, &base, &target);
+  EncodeOptions options;
+  options.value_packing = ValuePacking::contexts;
+  options.context_shift = 7;
+  std::vector<uint8_t> frame;
+  ASSERT_TRUE(FrameEncoder(options)
+                  .encode_delta(test::flat(0, base.data(), count, 2), test::flat(0, target.data(), count, 2), {0, 1},
+                                &frame)
+                  .is_ok());
+  FrameDecoder decoder;
+  DecodedFrame decoded;
+  const Status alone = decoder.decode(frame.data(), frame.size(), count, &decoded);
+  EXPECT_EQ(alone.code(), Code::invalid_argument);
+  EXPECT_NE(alone.message().find("base bits"), std::string::npos) << alone.to_string();
+  const Region b = test::flat(0, base.data(), count, 2);
+  ASSERT_TRUE(decoder.decode(frame.data(), frame.size(), count, &decoded, &b).is_ok());
+  // Without a shift the encoder cannot name the contexts.
+  options.context_shift.reset();
+  EXPECT_EQ(FrameEncoder(options)
+                .encode_delta(test::flat(0, base.data(), count, 2), test::flat(0, target.data(), count, 2), {0, 1},
+                              &frame)
+                .code(),
+            Code::invalid_argument);
 }
 
 }  // namespace

@@ -31,8 +31,23 @@ inline std::vector<std::vector<uint8_t>> seed_frames() {
         }
       }
     }
-    FrameEncoder encoder;
+    EncodeOptions contexts;  // value tokens by the contexts of the base bits
+    contexts.value_packing = ValuePacking::contexts;
+    contexts.context_shift = static_cast<uint8_t>(width == 1 ? 3 : 8 * width - 9);
+    const std::vector<uint8_t> target = perturb(base, width, 0.3, width + 2);
+    FrameEncoder encoder(contexts);
     std::vector<uint8_t> frame;
+    if (encoder.encode_delta(flat(1, base.data(), count, width), flat(1, target.data(), count, width), {0, 1}, &frame)
+            .is_ok()) {
+      frames.push_back(frame);
+    }
+    // A bundle of two boxes, its values by context.
+    const std::vector<Region> bases = {flat(3, base.data(), count / 2, width),
+                                       flat(4, base.data() + count / 2 * width, count - count / 2, width)};
+    const std::vector<Region> targets = {flat(3, target.data(), count / 2, width),
+                                         flat(4, target.data() + count / 2 * width, count - count / 2, width)};
+    if (encoder.encode_bundle(bases, targets, {0, 1}, &frame).is_ok()) frames.push_back(frame);
+    encoder.set_options({});
     if (encoder.encode_full(flat(2, base.data(), count, width), 1, &frame).is_ok()) frames.push_back(frame);
   }
   return frames;

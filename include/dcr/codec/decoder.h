@@ -48,8 +48,10 @@ class FrameDecoder {
   FrameDecoder();
   ~FrameDecoder();
 
-  // Parses, validates and decodes a frame whose box has at most `max_elements` elements.
-  Status decode(const uint8_t* frame, size_t size, uint64_t max_elements, DecodedFrame* out);
+  // Parses, validates and decodes a frame whose box has at most `max_elements` elements. A frame
+  // whose values go by the base bits (value packing contexts) needs `base`, its box's base bits.
+  Status decode(const uint8_t* frame, size_t size, uint64_t max_elements, DecodedFrame* out,
+                const Region* base = nullptr);
 
   // Safe in-place apply (see above) into `dst`, which must hold the frame's box (it may hold
   // more). `expected_base_version` is the receiver's committed version; a delta frame built on
@@ -57,9 +59,18 @@ class FrameDecoder {
   Status apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
                ApplyOutcome* outcome);
 
+  // The boxes of a bundle frame (kFrameFlagBundle), in its order, checked with the whole frame.
+  Status bundle_boxes(const uint8_t* frame, size_t size, std::vector<Box>* boxes);
+  // The same safe apply for a bundle: dsts[i] holds exactly box i of bundle_boxes. All of its boxes
+  // change together, or none does.
+  Status apply_bundle(const uint8_t* frame, size_t size, const std::vector<Region>& dsts,
+                      uint64_t expected_base_version, ApplyOutcome* outcome);
+
  private:
-  Status open_changes(const uint8_t* frame, DecodedFrame* out);
-  Status apply_copy(const uint8_t* frame, const Region& box, ApplyOutcome* outcome);
+  Status read_bundle(const uint8_t* frame, FrameHeader* header, const uint8_t** payload);
+  Status open_changes(const uint8_t* payload, DecodedFrame* out, const Region* base);
+  Status apply_payload(const uint8_t* payload, const Region& box, ApplyOutcome* outcome);
+  Status apply_copy(const uint8_t* payload, const Region& box, ApplyOutcome* outcome);
   StreamCodec codec_;
   std::unique_ptr<ChangeReader> changes_;
   DecodedFrame scratch_;
@@ -67,6 +78,8 @@ class FrameDecoder {
   Hasher after_;   // and after it
   std::vector<uint32_t> local_;  // positions of one block, relative to its run
   std::vector<uint8_t> old_bits_;  // a full frame's destination before it was applied
+  std::vector<Box> boxes_;            // the last bundle's boxes
+  std::vector<uint8_t> bundle_bits_;  // and their bits, gathered
 };
 
 }  // namespace dcr

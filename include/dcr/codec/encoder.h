@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dcr/codec/frame.h"
+#include "dcr/core/dtype.h"
 #include "dcr/core/region.h"
 #include "dcr/core/status.h"
 
@@ -22,10 +23,21 @@ struct EncodeOptions {
   // hundred bytes more of tables a frame, and receivers decode one rANS symbol per change instead
   // of two. 0 picks by bytes alone.
   double joint_slack = 0.01;
+  // Where the exponent starts in an element's bits (bf16 7, f16 10, f32 23, f64 52: exponent_shift
+  // in dcr/core/dtype.h; set_dtype sets it).
+  std::optional<uint8_t> context_shift;
+  // Let value tokens go by the base value's exponent (value packing contexts, given a context
+  // shift) where that is smaller. Off by default: it takes 4-15% off the wire at 1-5% changed, but
+  // encode and apply run 30-45% slower today (docs/frame-format.md, README "The codec").
+  bool contexts = false;
   std::optional<PosCoding> pos_coding;  // forced choices; unset = smallest
   std::optional<ValueMode> value_mode;
   std::optional<ValuePacking> value_packing;
 };
+
+// The options' dtype-given parts: ordered deltas in the dtype's order, and the context shift of a
+// float's exponent.
+void set_dtype(DType dtype, EncodeOptions* options);
 
 struct EncodeStats {
   uint64_t changed = 0;
@@ -68,6 +80,12 @@ class FrameEncoder {
                          uint64_t changed, Versions versions, std::vector<uint8_t>* frame,
                          EncodeStats* stats = nullptr);
 
+  // A bundle frame of several boxes (bases[i] and targets[i] hold box i; one element width, at most
+  // kMaxBundleBoxes disjoint boxes, 2^32-1 elements in all): their elements concatenated in order,
+  // coded as one box under one header and one set of tables.
+  Status encode_bundle(const std::vector<Region>& bases, const std::vector<Region>& targets, Versions versions,
+                       std::vector<uint8_t>* frame, EncodeStats* stats = nullptr);
+
   // A full frame: every value, applied over whatever the destination holds (first sync, repair).
   Status encode_full(const Region& target, uint64_t target_version, std::vector<uint8_t>* frame,
                      EncodeStats* stats = nullptr);
@@ -91,6 +109,9 @@ class FrameEncoder {
                             uint64_t changed);
   bool joint_pays(PosCoding pos, ValueChoice values, const Region& base, const Region& target,
                   const uint32_t* positions, uint64_t changed);
+  double choose_contexts(const Region& base, const uint32_t* positions, uint64_t changed);
+  bool contexts_pay(PosCoding pos, ValueChoice values, const Region& base, const uint32_t* positions,
+                    uint64_t changed);
   Status encode(const Region& base, const Region& target, const uint32_t* positions, uint64_t changed,
                 const Hashes& hashes, Versions versions, std::vector<uint8_t>* frame, EncodeStats* stats);
 

@@ -32,12 +32,19 @@ enum class ValuePacking : uint8_t {
   tokens = 1,  // bucketed word tokens + raw low bits
   words = 2,   // the words themselves, W bytes each, little-endian
   joint = 3,   // with gaps-joint positions only: the escaped changes' words, as tokens
+  contexts = 4,  // word tokens in one stream per context bucket of the base bits (src/codec/contexts.h)
 };
-constexpr int kValuePackingCount = 4;
+constexpr int kValuePackingCount = 5;
 
 // Applies over any destination bits (first sync, repair). A full frame always codes positions
 // 'all', values 'overwrite' packed as 'words': the bits of the box as they are.
 constexpr uint8_t kFrameFlagFull = 1;
+// A bundle: several boxes of one element width in one frame, their elements concatenated in order
+// (many small tensors share one header and one set of tables). Its header's box is the
+// concatenation, tensor kBundleTensor, one row; the payload starts with the list of boxes.
+constexpr uint8_t kFrameFlagBundle = 2;
+constexpr uint32_t kBundleTensor = 0xffffffff;
+constexpr uint64_t kMaxBundleBoxes = 4096;
 
 // How a frame is sealed (dcr/auth/seal.h): none, HMAC-SHA-256 (a 32-byte tag after the payload),
 // or AES-256-GCM (payload encrypted; a 12-byte nonce and a 16-byte tag after it).
@@ -65,6 +72,7 @@ struct FrameHeader {
 
   uint64_t count() const { return box.elements(); }
   bool is_full() const { return (flags & kFrameFlagFull) != 0; }
+  bool is_bundle() const { return (flags & kFrameFlagBundle) != 0; }
   uint64_t frame_bytes() const { return kFrameHeaderBytes + payload_bytes + seal_trailer_bytes(seal); }
   std::string describe() const;  // "tensor 3 rows [0, 8) cols [0, 4096) v7->v8" for error messages
 };
@@ -72,6 +80,10 @@ struct FrameHeader {
 const char* pos_coding_name(PosCoding coding);
 const char* value_mode_name(ValueMode mode);
 const char* value_packing_name(ValuePacking packing);
+
+// A bundle's boxes: 1 to kMaxBundleBoxes, each inside the 2^32-1 element limit, pairwise disjoint,
+// `elements` in all.
+Status check_bundle_boxes(const std::vector<Box>& boxes, uint64_t elements);
 
 // Serialises the header (computing its own checksum) into the first kFrameHeaderBytes of `out`.
 void write_frame_header(const FrameHeader& header, uint8_t* out);
