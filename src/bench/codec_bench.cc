@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dcr/bench/reference_encodings.h"
+#include "dcr/ckpt/hf_checkpoint.h"
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/codec/scan.h"
@@ -31,20 +32,40 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A frame: one box, or a bundle of several.
+using Slot = std::vector<Box>;
+
 // Frames: whole rows of a tensor, up to `frame_elements` per frame; rows longer than that are cut
-// into column chunks.
-std::vector<Box> cut_frames(const Manifest& manifest, uint64_t frame_elements) {
-  std::vector<Box> frames;
+// into column chunks. Tensors under `bundle_below` elements share bundle frames (one per element
+// width, up to `frame_elements` each) instead.
+std::vector<Slot> cut_frames(const Manifest& manifest, uint64_t frame_elements, uint64_t bundle_below) {
+  std::vector<Slot> frames;
+  std::map<size_t, Slot> open;  // the bundle being filled, by element width
+  std::map<size_t, uint64_t> filled;
   for (uint32_t t = 0; t < manifest.tensors.size(); ++t) {
-    const uint64_t rows = tensor_rows(manifest.tensors[t]), cols = tensor_cols(manifest.tensors[t]);
+    const TensorDesc& desc = manifest.tensors[t];
+    const uint64_t rows = tensor_rows(desc), cols = tensor_cols(desc), width = desc.width();
+    if (rows * cols < bundle_below) {
+      if (filled[width] + rows * cols > frame_elements && !open[width].empty()) {
+        frames.push_back(std::move(open[width]));
+        open[width].clear();
+        filled[width] = 0;
+      }
+      open[width].push_back({t, 0, rows, 0, cols});
+      filled[width] += rows * cols;
+      continue;
+    }
     if (cols >= frame_elements) {
       for (uint64_t r = 0; r < rows; ++r) {
-        for (uint64_t c = 0; c < cols; c += frame_elements) frames.push_back({t, r, 1, c, std::min(frame_elements, cols - c)});
+        for (uint64_t c = 0; c < cols; c += frame_elements) frames.push_back({{t, r, 1, c, std::min(frame_elements, cols - c)}});
       }
       continue;
     }
     const uint64_t rows_per_frame = frame_elements / cols;
-    for (uint64_t r = 0; r < rows; r += rows_per_frame) frames.push_back({t, r, std::min(rows_per_frame, rows - r), 0, cols});
+    for (uint64_t r = 0; r < rows; r += rows_per_frame) frames.push_back({{t, r, std::min(rows_per_frame, rows - r), 0, cols}});
+  }
+  for (auto& bundle : open) {
+    if (!bundle.second.empty()) frames.push_back(std::move(bundle.second));
   }
   return frames;
 }
@@ -62,7 +83,8 @@ Region tensor_region(const Manifest& manifest, const Bits& bits, const Box& fram
 class CaseRunner {
  public:
   CaseRunner(const Manifest& manifest, const CodecBenchOptions& options)
-      : manifest_(manifest), options_(options), slots_(cut_frames(manifest, options.frame_elements)),
+      : manifest_(manifest), options_(options),
+        slots_(cut_frames(manifest, options.frame_elements, options.bundle_below)),
         wire_(slots_.size()) {
     EncodeOptions encode_options;
     encode_options.exhaustive = options.exhaustive;
@@ -77,6 +99,7 @@ class CaseRunner {
     r->frames = slots_.size();
     r->model_bytes = manifest_.total_bytes();
     std::map<std::string, int> modes;
+    position_bytes_ = value_bytes_ = 0;
     DCR_TRY(encode_once(base, target, &modes));  // warm-up: buffers allocated and touched
     record_wire(modes, r);
     Bits dst, copy;
@@ -117,24 +140,40 @@ class CaseRunner {
  private:
   Status encode_once(const Bits& base, const Bits& target, std::map<std::string, int>* modes) {
     for (size_t i = 0; i < slots_.size(); ++i) {
-      const Box& box = slots_[i];
+      const Slot& slot = slots_[i];
       EncodeOptions o = encoder_.options();
-      o.sign_magnitude = dtype_is_float(manifest_.tensors[box.tensor].dtype);
+      set_dtype(manifest_.tensors[slot[0].tensor].dtype, &o);
+      o.contexts = options_.contexts;
       encoder_.set_options(o);
       EncodeStats stats;
-      DCR_TRY(encoder_.encode_delta(tensor_region(manifest_, base, box), tensor_region(manifest_, target, box), {0, 1},
-                                    &wire_[i], &stats));
-      if (modes != nullptr) ++(*modes)[value_mode_name(stats.value_mode)];
+      if (slot.size() == 1) {
+        DCR_TRY(encoder_.encode_delta(tensor_region(manifest_, base, slot[0]), tensor_region(manifest_, target, slot[0]),
+                                      {0, 1}, &wire_[i], &stats));
+      } else {
+        DCR_TRY(encoder_.encode_bundle(regions(base, slot), regions(target, slot), {0, 1}, &wire_[i], &stats));
+      }
+      if (modes == nullptr) continue;
+      ++(*modes)[std::string(value_mode_name(stats.value_mode)) + "/" + value_packing_name(stats.value_packing)];
+      position_bytes_ += stats.position_bytes;
+      value_bytes_ += stats.value_bytes;
     }
     return Status::ok();
+  }
+
+  std::vector<Region> regions(const Bits& bits, const Slot& slot) const {
+    std::vector<Region> out;
+    for (const Box& box : slot) out.push_back(tensor_region(manifest_, bits, box));
+    return out;
   }
 
   // The XXH3 hashes of every frame's base and target bits, which each delta frame's header carries:
   // encode cannot read less than this.
   uint64_t hash_frames(const Bits& base, const Bits& target) const {
     uint64_t sum = 0;
-    for (const Box& box : slots_) {
-      sum += region_hash(tensor_region(manifest_, base, box)) ^ region_hash(tensor_region(manifest_, target, box));
+    for (const Slot& slot : slots_) {
+      for (const Box& box : slot) {
+        sum += region_hash(tensor_region(manifest_, base, box)) ^ region_hash(tensor_region(manifest_, target, box));
+      }
     }
     return sum;
   }
@@ -142,17 +181,22 @@ class CaseRunner {
   void record_wire(const std::map<std::string, int>& modes, CodecBenchRecord* r) const {
     r->wire_bytes = 0;
     for (const auto& frame : wire_) r->wire_bytes += frame.size();
+    r->header_bytes = wire_.size() * kFrameHeaderBytes;
+    r->position_bytes = position_bytes_;
+    r->value_bytes = value_bytes_;
     r->choices.clear();
     for (const auto& m : modes) r->choices += (r->choices.empty() ? "" : " ") + m.first + ":" + std::to_string(m.second);
   }
 
   Status apply_once(Bits* dst) {
     for (size_t i = 0; i < slots_.size(); ++i) {
-      const uint32_t t = slots_[i].tensor;
-      const TensorDesc& desc = manifest_.tensors[t];
-      const Region whole = dense_region(whole_tensor(t, desc), static_cast<unsigned>(desc.width()), (*dst)[t].data());
       ApplyOutcome outcome;
-      DCR_TRY(decoder_.apply(wire_[i].data(), wire_[i].size(), whole, 0, &outcome));
+      if (slots_[i].size() == 1) {
+        DCR_TRY(decoder_.apply(wire_[i].data(), wire_[i].size(), tensor_region(manifest_, *dst, slots_[i][0]), 0,
+                               &outcome));
+      } else {
+        DCR_TRY(decoder_.apply_bundle(wire_[i].data(), wire_[i].size(), regions(*dst, slots_[i]), 0, &outcome));
+      }
     }
     return Status::ok();
   }
@@ -177,30 +221,38 @@ class CaseRunner {
   void analyse(const Bits& base, const Bits& target, CodecBenchRecord* r) {
     EntropyBound bound;
     ReferenceEncodings reference;
-    std::vector<uint32_t> positions(options_.frame_elements + kScanSlack);
     r->nemo_style_bytes = r->pulse_style_bytes = 0;
-    std::vector<uint8_t> base_copy, target_copy;
-    for (const Box& box : slots_) {
-      const Region br = tensor_region(manifest_, base, box), tr = tensor_region(manifest_, target, box);
-      const uint8_t* b = dense_bytes(br, &base_copy);
-      const uint8_t* t = dense_bytes(tr, &target_copy);
-      const unsigned w = br.width;
-      const uint64_t k = scan_changes(b, t, box.elements(), w, positions.data());
-      bound.add(b, t, w, box.elements(), positions.data(), k, dtype_is_float(manifest_.tensors[box.tensor].dtype));
-      r->nemo_style_bytes += reference.nemo_style_bytes(b, t, w, positions.data(), k);
-      r->pulse_style_bytes += reference.pulse_style_bytes(t, w, positions.data(), k);
+    for (const Slot& slot : slots_) {
+      for (const Box& box : slot) analyse_box(box, base, target, &bound, &reference, r);
     }
     r->elements = bound.elements();
     r->changed = bound.changed();
     r->change_rate = static_cast<double>(r->changed) / r->elements;
     r->entropy_bound_bytes = bound.xor_bound_bytes();
     r->entropy_bound_delta_bytes = bound.delta_bound_bytes();
+    r->entropy_bound_exponent_bytes = bound.exponent_bound_bytes();
+  }
+
+  void analyse_box(const Box& box, const Bits& base, const Bits& target, EntropyBound* bound,
+                   ReferenceEncodings* reference, CodecBenchRecord* r) {
+    std::vector<uint32_t> positions(box.elements() + kScanSlack);
+    std::vector<uint8_t> base_copy, target_copy;
+    const Region br = tensor_region(manifest_, base, box), tr = tensor_region(manifest_, target, box);
+    const uint8_t* b = dense_bytes(br, &base_copy);
+    const uint8_t* t = dense_bytes(tr, &target_copy);
+    const unsigned w = br.width;
+    const uint64_t k = scan_changes(b, t, box.elements(), w, positions.data());
+    const DType dtype = manifest_.tensors[box.tensor].dtype;
+    bound->add(b, t, w, box.elements(), positions.data(), k, dtype_is_float(dtype), exponent_shift(dtype));
+    r->nemo_style_bytes += reference->nemo_style_bytes(b, t, w, positions.data(), k);
+    r->pulse_style_bytes += reference->pulse_style_bytes(t, w, positions.data(), k);
   }
 
   const Manifest& manifest_;
   const CodecBenchOptions& options_;
-  std::vector<Box> slots_;
+  std::vector<Slot> slots_;
   std::vector<std::vector<uint8_t>> wire_;
+  uint64_t position_bytes_ = 0, value_bytes_ = 0;  // of the wire, by section
   FrameEncoder encoder_;
   FrameDecoder decoder_;
   std::vector<uint8_t> evict_;
@@ -227,12 +279,57 @@ Status load_pool(const CodecBenchOptions& options, RealWeights* pool, std::strin
   return Status::ok();
 }
 
+Status load_checkpoint_bits(const std::string& dir, Manifest* manifest, Bits* bits) {
+  std::unique_ptr<HfCheckpoint> checkpoint;
+  DCR_TRY(HfCheckpoint::open(dir, &checkpoint));
+  *manifest = checkpoint->manifest();
+  bits->resize(manifest->tensors.size());
+  for (uint32_t t = 0; t < manifest->tensors.size(); ++t) {
+    const uint8_t* bytes = checkpoint->tensor(t);
+    (*bits)[t].assign(bytes, bytes + manifest->tensors[t].nbytes());
+  }
+  return Status::ok();
+}
+
+std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// Each pair of consecutive checkpoints is a case: the first's bits are the base, the second's the
+// target.
+Status run_checkpoint_cases(const CodecBenchOptions& options, CodecBenchReport* report) {
+  std::vector<std::string> dirs;
+  DCR_TRY(list_checkpoints(options.checkpoints, &dirs));
+  DCR_REQUIRE(dirs.size() >= 2, Code::invalid_argument,
+              "--checkpoints '" + options.checkpoints + "' matches " + std::to_string(dirs.size()) +
+                  " checkpoint; a delta needs two");
+  Manifest manifest, next_manifest;
+  Bits base, target;
+  DCR_TRY(load_checkpoint_bits(dirs[0], &manifest, &base));
+  report->model = options.checkpoints;
+  report->weights = "real checkpoints (" + std::to_string(dirs.size()) + " of them)";
+  report->frame_elements = options.frame_elements;
+  CaseRunner runner(manifest, options);
+  for (size_t i = 1; i < dirs.size(); ++i) {
+    const auto start = Clock::now();
+    DCR_TRY(load_checkpoint_bits(dirs[i], &next_manifest, &target));
+    const std::string difference = manifest_difference(manifest, next_manifest);
+    DCR_REQUIRE(difference.empty(), Code::invalid_argument,
+                dirs[i] + " is not the same model as " + dirs[0] + ": " + difference);
+    CodecBenchRecord record;
+    DCR_TRY(runner.run(base_name(dirs[i - 1]) + ">" + base_name(dirs[i]), base, target, &record));
+    DCR_LOG(info, "bench", "%-12s done in %.1f s", record.name.c_str(), seconds_since(start));
+    report->records.push_back(record);
+    base.swap(target);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* report) {
   DCR_REQUIRE(options.frame_elements > 0 && options.frame_elements <= kMaxFrameElements, Code::invalid_argument,
               "--frame-elements must be in [1, 2^32-1]");
   DCR_REQUIRE(options.repetitions >= 1, Code::invalid_argument, "--reps must be at least 1");
+  if (!options.checkpoints.empty()) return run_checkpoint_cases(options, report);
   Manifest manifest;
   DCR_TRY(make_preset(options.model, &manifest));
   RealWeights pool;
@@ -280,21 +377,31 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
 void print_codec_bench(const CodecBenchReport& report) {
   std::printf("model %s, master weights: %s, frames of up to %llu elements\n", report.model.c_str(),
               report.weights.c_str(), static_cast<unsigned long long>(report.frame_elements));
-  std::printf("%-12s %7s %10s %7s %10s %6s %10s %6s %10s %6s %7s %7s %7s %7s %5s %5s %5s %s\n", "case",
-              "changed", "wire MB", "B/chg", "bound MB", "ratio", "nemo MB", "x", "pulse MB", "x", "enc GB/s",
+  std::printf("%-12s %7s %10s %7s %10s %6s %9s %9s %6s %10s %6s %10s %6s %7s %7s %7s %7s %5s %5s %5s %s\n", "case",
+              "changed", "wire MB", "B/chg", "bound MB", "ratio", "ulp MB", "exp MB", "w/exp", "nemo MB", "x",
+              "pulse MB", "x", "enc GB/s",
               "app GB/s", "cpy GB/s", "hsh GB/s", "enc/c", "app/c", "enc/h", "bitexact");
   for (const CodecBenchRecord& r : report.records) {
-    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %10.3f %6.2f %10.3f %6.2f %7.2f %7.2f %7.2f %7.2f %5.2f %5.2f "
-                "%5.2f %s\n",
+    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %9.3f %9.3f %6.3f %10.3f %6.2f %10.3f %6.2f %7.2f %7.2f %7.2f "
+                "%7.2f %5.2f %5.2f %5.2f %s\n",
                 r.name.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6,
                 r.changed ? double(r.wire_bytes) / r.changed : 0.0, r.entropy_bound_bytes / 1e6,
-                r.wire_bytes / r.entropy_bound_bytes, r.nemo_style_bytes / 1e6,
+                r.wire_bytes / r.entropy_bound_bytes, r.entropy_bound_delta_bytes / 1e6,
+                r.entropy_bound_exponent_bytes / 1e6, r.wire_bytes / r.entropy_bound_exponent_bytes,
+                r.nemo_style_bytes / 1e6,
                 double(r.nemo_style_bytes) / r.wire_bytes, r.pulse_style_bytes / 1e6,
                 double(r.pulse_style_bytes) / r.wire_bytes, r.encode_gbps, r.apply_gbps, r.memcpy_gbps, r.hash_gbps,
                 r.encode_gbps / r.memcpy_gbps, r.apply_gbps / r.memcpy_gbps, r.encode_gbps / r.hash_gbps,
                 r.bitexact ? "yes" : "NO");
   }
+  for (const CodecBenchRecord& r : report.records) {
+    std::printf("%-12s wire: headers %.1f%%, positions %.1f%%, values %.1f%% (%.2f bits a change); frames %s\n",
+                r.name.c_str(), 100.0 * r.header_bytes / r.wire_bytes, 100.0 * r.position_bytes / r.wire_bytes,
+                100.0 * r.value_bytes / r.wire_bytes, r.changed ? 8.0 * r.value_bytes / r.changed : 0.0,
+                r.choices.c_str());
+  }
   std::printf("bound: positions H(p) bits per element + values at the empirical entropy of their XOR masks;\n"
+              "ulp: the same with ordered (ulp) deltas; exp: ulp deltas given the base value's exponent; w/exp = wire / exp;\n"
               "ratio = wire / bound; x = reference bytes / dcr bytes; GB/s = model bytes per second, one thread;\n"
               "hsh = XXH3 of each frame's base and target bits (the header's two hashes: what encode must read).\n");
 }
@@ -306,12 +413,15 @@ Status write_codec_bench_json(const CodecBenchReport& report, const std::string&
                        {"elements", r.elements}, {"model_bytes", r.model_bytes}, {"frames", r.frames},
                        {"wire_bytes", r.wire_bytes}, {"entropy_bound_bytes", r.entropy_bound_bytes},
                        {"entropy_bound_delta_bytes", r.entropy_bound_delta_bytes},
+                       {"entropy_bound_exponent_bytes", r.entropy_bound_exponent_bytes},
+                       {"ratio_to_exponent_bound", r.wire_bytes / r.entropy_bound_exponent_bytes},
                        {"ratio_to_bound", r.wire_bytes / r.entropy_bound_bytes},
                        {"bytes_per_changed_element", r.changed ? double(r.wire_bytes) / r.changed : 0.0},
                        {"nemo_style_bytes", r.nemo_style_bytes}, {"pulse_style_bytes", r.pulse_style_bytes},
                        {"encode_gbps", r.encode_gbps}, {"apply_gbps", r.apply_gbps},
                        {"memcpy_gbps", r.memcpy_gbps}, {"hash_gbps", r.hash_gbps}, {"bitexact", r.bitexact},
-                       {"value_modes", r.choices}});
+                       {"header_bytes", r.header_bytes}, {"position_bytes", r.position_bytes},
+                       {"value_bytes", r.value_bytes}, {"value_modes", r.choices}});
   }
   const nlohmann::json doc = {{"benchmark", "codec"}, {"model", report.model}, {"weights", report.weights},
                               {"frame_elements", report.frame_elements}, {"records", records}};

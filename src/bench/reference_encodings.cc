@@ -99,14 +99,17 @@ double EntropyBound::WordCounts::entropy_bits() const {
 }
 
 void EntropyBound::add(const void* base, const void* target, unsigned width, uint64_t count,
-                       const uint32_t* positions, uint64_t changed, bool sign_magnitude) {
+                       const uint32_t* positions, uint64_t changed, bool sign_magnitude, int exponent_shift) {
   elements_ += count;
   changed_ += changed;
   const ValueMode delta = sign_magnitude ? ValueMode::delta_sm : ValueMode::delta_tc;
   for (uint64_t j = 0; j < changed; ++j) {
     const uint64_t a = load_word(base, positions[j], width), b = load_word(target, positions[j], width);
     xor_words_.add(width, encode_word(ValueMode::xor_mask, a, b, width));
-    delta_words_.add(width, encode_word(delta, a, b, width));
+    const uint64_t word = encode_word(delta, a, b, width);
+    delta_words_.add(width, word);
+    const uint64_t exponent = exponent_shift < 0 ? 0 : (a >> exponent_shift) & 0xff;
+    by_exponent_[static_cast<uint32_t>(width << 8 | exponent)].add(width, word);
   }
 }
 
@@ -118,5 +121,11 @@ double EntropyBound::position_bits() const {
 
 double EntropyBound::xor_bound_bytes() const { return (position_bits() + xor_words_.entropy_bits()) / 8; }
 double EntropyBound::delta_bound_bytes() const { return (position_bits() + delta_words_.entropy_bits()) / 8; }
+
+double EntropyBound::exponent_bound_bytes() const {
+  double bits = position_bits();
+  for (const auto& entry : by_exponent_) bits += entry.second.entropy_bits();
+  return bits / 8;
+}
 
 }  // namespace dcr

@@ -33,8 +33,15 @@ int run_codec(int argc, char** argv) {
       ("dense", po::value(&o.dense)->default_value(o.dense), "also run a dense step (about 90% of values change)")
       ("uniform", po::value(&o.uniform)->default_value(o.uniform), "also run the synthetic uniform injection at 3% and 5%")
       ("frame-elements", po::value(&o.frame_elements)->default_value(o.frame_elements), "elements per frame (canonical range)")
+      ("bundle-below", po::value(&o.bundle_below)->default_value(o.bundle_below),
+       "tensors with fewer elements share bundle frames of up to --frame-elements (0: every tensor its own frames)")
+      ("contexts", po::value(&o.contexts)->default_value(o.contexts),
+       "let value tokens go by the base value's exponent where that is smaller (value packing contexts)")
       ("reps", po::value(&o.repetitions)->default_value(o.repetitions), "timed passes per case (fastest counts)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the change model")
+      ("checkpoints", po::value(&o.checkpoints),
+       "benchmark consecutive pairs of real checkpoints instead of the change model: a glob of HF checkpoint "
+       "directories (natural order), e.g. '/tmp/run/rate-3/step-*' from scripts/make_training_run.py")
       ("exhaustive", po::bool_switch(&o.exhaustive), "write every coding candidate and keep the smallest (slower)")
       ("json", po::value(&json), "also write the records as JSON to this file");
   po::variables_map vm;

@@ -19,9 +19,12 @@ struct CodecBenchOptions {
   bool dense = true;                     // also a dense step (most values change)
   bool uniform = true;                   // also the synthetic uniform injection at 3% and 5%
   uint64_t frame_elements = 1ull << 22;
+  uint64_t bundle_below = 1ull << 18;    // tensors with fewer elements share bundle frames (0: none)
   int repetitions = 3;                   // timed passes per case; the fastest counts
   uint64_t seed = 1;
   bool exhaustive = false;
+  bool contexts = false;    // let value tokens go by the base value's exponent (value packing contexts)
+  std::string checkpoints;  // a glob of HF checkpoint directories: their consecutive pairs are the cases
 };
 
 struct CodecBenchRecord {
@@ -32,8 +35,10 @@ struct CodecBenchRecord {
   uint64_t model_bytes = 0;
   uint64_t frames = 0;
   uint64_t wire_bytes = 0;
+  uint64_t header_bytes = 0, position_bytes = 0, value_bytes = 0;  // the wire by part
   double entropy_bound_bytes = 0;        // N·H(p)/8 + K·H(XOR words)/8
-  double entropy_bound_delta_bytes = 0;  // same with the entropy of ordered-delta words
+  double entropy_bound_delta_bytes = 0;  // same with the entropy of ordered-delta (ulp) words
+  double entropy_bound_exponent_bytes = 0;  // same with that entropy given the base's exponent
   uint64_t nemo_style_bytes = 0;
   uint64_t pulse_style_bytes = 0;
   double encode_gbps = 0;

@@ -29,13 +29,15 @@ class ReferenceEncodings {
 
 // The entropy bound of a set of deltas: positions at H(p) bits per element for the measured
 // change probability p, values at the empirical entropy of their words (XOR masks, and ordered
-// deltas for comparison), both over the whole model.
+// deltas for comparison), both over the whole model; and the ordered deltas' entropy given the
+// exponent of the base value (which a receiver holds before it decodes the change).
 class EntropyBound {
  public:
   void add(const void* base, const void* target, unsigned width, uint64_t count,
-           const uint32_t* positions, uint64_t changed, bool sign_magnitude);
+           const uint32_t* positions, uint64_t changed, bool sign_magnitude, int exponent_shift);
   double xor_bound_bytes() const;
   double delta_bound_bytes() const;
+  double exponent_bound_bytes() const;
   uint64_t elements() const { return elements_; }
   uint64_t changed() const { return changed_; }
 
@@ -52,6 +54,7 @@ class EntropyBound {
   };
   WordCounts xor_words_;
   WordCounts delta_words_;
+  std::unordered_map<uint32_t, WordCounts> by_exponent_;  // ordered deltas by (width, exponent)
 };
 
 }  // namespace dcr
