@@ -58,6 +58,9 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("steps", po::value(&c->steps)->default_value(c->steps), "delta refits after the first full sync")
       ("rates", po::value(&rates)->default_value(rates), "changed percent per step, comma separated, cycled")
       ("frame-elements", po::value(&c->frame_elements)->default_value(c->frame_elements), "largest frame in elements")
+      ("bundle-below", po::value(&c->bundle_below)->default_value(c->bundle_below),
+       "boxes under this many elements with the same receivers and dtype share bundle frames of up to "
+       "--frame-elements (one header and one set of tables for many small tensors; 0: none)")
       ("window", po::value(&c->window)->default_value(c->window), "frames each sender keeps in flight")
       ("encode-threads", po::value(&c->encode_threads)->default_value(c->encode_threads),
        "threads each trainer encodes frames with (cores per trainer rank)")

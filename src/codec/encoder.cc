@@ -391,44 +391,70 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   return Status::ok();
 }
 
-Status FrameEncoder::encode_bundle(const std::vector<Region>& bases, const std::vector<Region>& targets,
-                                   Versions versions, std::vector<uint8_t>* frame, EncodeStats* stats) {
-  DCR_REQUIRE(!bases.empty() && bases.size() == targets.size() && bases.size() <= kMaxBundleBoxes,
-              Code::invalid_argument, "a bundle takes 1 to " + std::to_string(kMaxBundleBoxes) + " boxes, base and "
-                                      "target alike; asked for " + std::to_string(bases.size()));
+// Checks a bundle's boxes, writes its box list stream into s.bundle and gathers each list of
+// regions (all holding the same boxes) into one dense buffer; *all is the bundle's box.
+Status FrameEncoder::gather_bundle(const std::vector<const std::vector<Region>*>& lists, uint64_t id, Box* all) {
+  const std::vector<Region>& first = *lists[0];
+  DCR_REQUIRE(!first.empty() && first.size() <= kMaxBundleBoxes, Code::invalid_argument,
+              "a bundle takes 1 to " + std::to_string(kMaxBundleBoxes) + " boxes; asked for " +
+                  std::to_string(first.size()));
   Scratch& s = *scratch_;
-  const unsigned width = bases[0].width;
-  uint64_t total = 0;
-  s.box_list.clear();
-  put_varint(&s.box_list, bases.size());
-  for (size_t i = 0; i < bases.size(); ++i) {
-    DCR_TRY(check_pair(bases[i], targets[i]));
-    DCR_REQUIRE(bases[i].width == width, Code::invalid_argument, "a bundle's boxes share one element width");
-    const Box& b = bases[i].box;
-    for (uint64_t field : {uint64_t{b.tensor}, b.row0, b.rows, b.col0, b.cols}) put_varint(&s.box_list, field);
-    total += b.elements();
-  }
-  DCR_REQUIRE(total <= kMaxFrameElements, Code::invalid_argument, "a bundle covers at most 2^32-1 elements");
+  const unsigned width = first[0].width;
   std::vector<Box> boxes;
-  for (const Region& r : bases) boxes.push_back(r.box);
+  s.box_list.clear();
+  put_varint(&s.box_list, first.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    DCR_TRY(check_region(first[i]));
+    for (const std::vector<Region>* list : lists) {
+      DCR_REQUIRE(list->size() == first.size() && (*list)[i].box == first[i].box && (*list)[i].width == width,
+                  Code::invalid_argument, "a bundle's base and target hold the same boxes, of one element width");
+    }
+    const Box& b = first[i].box;
+    for (uint64_t field : {uint64_t{b.tensor}, b.row0, b.rows, b.col0, b.cols}) put_varint(&s.box_list, field);
+    boxes.push_back(b);
+  }
+  uint64_t total = 0;
+  for (const Box& b : boxes) total += b.elements();
+  DCR_REQUIRE(total <= kMaxFrameElements, Code::invalid_argument, "a bundle covers at most 2^32-1 elements");
   const Status disjoint = check_bundle_boxes(boxes, total);
   DCR_REQUIRE(disjoint.is_ok(), Code::invalid_argument, disjoint.message());
-  s.bundle_base.resize(total * width);
-  s.bundle_target.resize(total * width);
-  uint64_t at = 0;
-  for (size_t i = 0; i < bases.size(); ++i) {
-    copy_out(bases[i], s.bundle_base.data() + at);
-    copy_out(targets[i], s.bundle_target.data() + at);
-    at += bases[i].box.elements() * width;
+  DCR_REQUIRE(id <= UINT64_MAX - 1, Code::invalid_argument, "bundle id out of range");
+  std::vector<uint8_t>* buffers[] = {&s.bundle_base, &s.bundle_target};
+  for (size_t l = 0; l < lists.size(); ++l) {
+    buffers[l]->resize(total * width);
+    uint64_t at = 0;
+    for (const Region& r : *lists[l]) {
+      copy_out(r, buffers[l]->data() + at);
+      at += r.box.elements() * width;
+    }
   }
-  // The box list goes first in the payload (encode writes it while s.bundle is set).
   s.bundle.clear();
   StreamOptions options;
   options.try_zstd = true;
   s.codec.write(s.box_list.data(), s.box_list.size(), options, &s.bundle);
-  const Box all{kBundleTensor, 0, 1, 0, total};
+  *all = Box{kBundleTensor, id, 1, 0, total};
+  return Status::ok();
+}
+
+Status FrameEncoder::encode_bundle(const std::vector<Region>& bases, const std::vector<Region>& targets,
+                                   Versions versions, std::vector<uint8_t>* frame, EncodeStats* stats, uint64_t id) {
+  Scratch& s = *scratch_;
+  Box all;
+  DCR_TRY(gather_bundle({&bases, &targets}, id, &all));
+  const unsigned width = bases[0].width;
   const Status status = encode_delta(dense_region(all, width, s.bundle_base.data()),
                                      dense_region(all, width, s.bundle_target.data()), versions, frame, stats);
+  s.bundle.clear();
+  return status;
+}
+
+Status FrameEncoder::encode_full_bundle(const std::vector<Region>& targets, uint64_t target_version,
+                                        std::vector<uint8_t>* frame, EncodeStats* stats, uint64_t id) {
+  Scratch& s = *scratch_;
+  Box all;
+  DCR_TRY(gather_bundle({&targets}, id, &all));
+  const Status status =
+      encode_full(dense_region(all, targets[0].width, s.bundle_base.data()), target_version, frame, stats);
   s.bundle.clear();
   return status;
 }
@@ -455,10 +481,14 @@ Status FrameEncoder::encode_full(const Region& target_in, uint64_t target_versio
 
   std::vector<uint8_t>& out = *frame;
   out.assign(kFrameHeaderBytes, 0);
+  if (!s.bundle.empty()) {
+    header.flags |= kFrameFlagBundle;
+    out.insert(out.end(), s.bundle.begin(), s.bundle.end());
+  }
   StreamOptions raw;
   raw.raw_only = true;
   s.codec.write(target, count * width, raw, &out);
-  const uint64_t value_bytes = out.size() - kFrameHeaderBytes;
+  const uint64_t value_bytes = out.size() - kFrameHeaderBytes - s.bundle.size();
   finish_frame(&header, &out);
   if (stats != nullptr) {
     *stats = EncodeStats{count, out.size(), 0, value_bytes, header.pos_coding, header.value_mode,

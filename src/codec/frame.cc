@@ -38,7 +38,8 @@ const char* value_packing_name(ValuePacking packing) {
 }
 
 std::string FrameHeader::describe() const {
-  const std::string what = is_bundle() ? "bundle of " + std::to_string(box.cols) + " elements" : box.describe();
+  const std::string what =
+      is_bundle() ? "bundle " + std::to_string(box.row0) + " of " + std::to_string(box.cols) + " elements" : box.describe();
   return what + " v" + std::to_string(base_version) + "->v" + std::to_string(target_version) +
          (is_full() ? " (full)" : "");
 }
@@ -134,10 +135,9 @@ Status check_fields(const uint8_t* p, FrameHeader* h) {
   DCR_REQUIRE(!h->is_full() || (h->pos_coding == PosCoding::all && h->value_mode == ValueMode::overwrite &&
                                 h->value_packing == ValuePacking::words),
               Code::corrupt, "full frame not coded as all / overwrite / words");
-  DCR_REQUIRE((b.tensor == kBundleTensor) == h->is_bundle() && (!h->is_bundle() || (!h->is_full() && b.row0 == 0 &&
-                                                                                    b.rows == 1 && b.col0 == 0)),
+  DCR_REQUIRE((b.tensor == kBundleTensor) == h->is_bundle() && (!h->is_bundle() || (b.rows == 1 && b.col0 == 0)),
               Code::corrupt, "bundle flag, tensor id and box disagree (a bundle is one row of tensor 0xffffffff "
-                             "from (0, 0), and not full)");
+                             "from column 0)");
   return Status::ok();
 }
 }  // namespace

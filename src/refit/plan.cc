@@ -42,6 +42,39 @@ uint64_t RefitPlan::frames_for_relay(const Topology& t, int r) const {
   return n;
 }
 
+namespace {
+
+// A trainer's frames with its boxes under `below` elements gathered into bundles: boxes with the
+// same receivers and dtype, in plan order, up to `most` elements a bundle. A bundle of one box stays
+// a plain frame. Ids count up from *next_id.
+std::vector<PlannedFrame> bundle_small(const Manifest& manifest, std::vector<PlannedFrame> frames, uint64_t below,
+                                       uint64_t most, uint64_t* next_id) {
+  std::vector<PlannedFrame> out;
+  std::map<std::pair<std::vector<int>, DType>, PlannedFrame> open;
+  const auto close = [&](PlannedFrame* b) {
+    if (b->parts.size() == 1) b->box = b->parts[0];
+    out.push_back(std::move(*b));
+    b->parts.clear();
+  };
+  for (PlannedFrame& f : frames) {
+    if (f.box.elements() >= below) {
+      out.push_back(std::move(f));
+      continue;
+    }
+    PlannedFrame& b = open[{f.receivers, manifest.tensors[f.box.tensor].dtype}];
+    if (!b.parts.empty() && (b.box.cols + f.box.elements() > most || b.parts.size() == kMaxBundleBoxes)) close(&b);
+    if (b.parts.empty()) b = PlannedFrame{Box{kBundleTensor, (*next_id)++, 1, 0, 0}, f.receivers, {}};
+    b.parts.push_back(f.box);
+    b.box.cols += f.box.elements();
+  }
+  for (auto& entry : open) {
+    if (!entry.second.parts.empty()) close(&entry.second);
+  }
+  return out;
+}
+
+}  // namespace
+
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
   if (plan->manifest.tensors.empty()) DCR_TRY(make_preset(config.model, &plan->manifest));
   DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->manifest, &plan->rules));
@@ -64,12 +97,18 @@ Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan*
   }
   plan->frames.assign(topology.trainers, {});
   plan->index.clear();
+  uint64_t bundle_id = 0;
   for (int t = 0; t < topology.trainers; ++t) {
     std::vector<Box> boxes;
     DCR_TRY(plan_frames(plan->manifest, plan->trainer_holdings[t], plan->rollout_holdings, config.frame_elements, &boxes));
-    for (const Box& b : boxes) {
-      plan->index[{b.tensor, b.row0, b.col0}] = {t, plan->frames[t].size()};
-      plan->frames[t].push_back({b, receivers(b, plan->rollout_holdings)});
+    std::vector<PlannedFrame> frames;
+    for (const Box& b : boxes) frames.push_back({b, receivers(b, plan->rollout_holdings), {b}});
+    if (config.bundle_below > 0) {
+      frames = bundle_small(plan->manifest, std::move(frames), config.bundle_below, config.frame_elements, &bundle_id);
+    }
+    for (PlannedFrame& f : frames) {
+      plan->index[{f.box.tensor, f.box.row0, f.box.col0}] = {t, plan->frames[t].size()};
+      plan->frames[t].push_back(std::move(f));
     }
   }
   return Status::ok();

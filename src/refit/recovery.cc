@@ -49,10 +49,8 @@ Status catch_up(RankState* s, uint64_t from, uint64_t to) {
       const std::vector<int>* receivers = s->plan.receivers_of(header.box);
       DCR_REQUIRE(receivers != nullptr, Code::corrupt, "spool frame for " + header.box.describe() + " matches no planned frame");
       if (!std::binary_search(receivers->begin(), receivers->end(), s->topology.index)) continue;
-      Region dst;
       ApplyOutcome outcome;
-      DCR_TRY(s->serving.region(header.box, &dst));
-      DCR_TRY(s->decoder.apply(frame.data(), frame.size(), dst, entry.base, &outcome));
+      DCR_TRY(apply_frame(frame, header, entry.base, &s->serving, &s->decoder, &outcome));
     }
   }
   return Status::ok();
@@ -106,7 +104,8 @@ bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
       const bool receiver = t.role == Role::rollout && restored &&
                             std::binary_search(f.receivers.begin(), f.receivers.end(), t.index);
       if (!sender && !receiver) continue;
-      const uint64_t h = box_hash(sender ? &s->current : &s->serving, f.box);
+      uint64_t h = 0;
+      for (const Box& part : f.parts) h += box_hash(sender ? &s->current : &s->serving, part);
       for (int i : f.receivers) {
         if (sender) mine[i] += h;
       }

@@ -60,16 +60,21 @@ namespace {
 Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame& f, FrameKind kind, Versions versions,
                     Shard* baseline, Shard* current, FrameEncoder* encoder, std::vector<uint8_t>* frame,
                     EncodeStats* stats) {
-  Region base, target;
-  DCR_TRY(baseline->region(f.box, &base));
-  DCR_TRY(current->region(f.box, &target));
+  std::vector<Region> bases(f.parts.size()), targets(f.parts.size());
+  for (size_t i = 0; i < f.parts.size(); ++i) {
+    DCR_TRY(baseline->region(f.parts[i], &bases[i]));
+    DCR_TRY(current->region(f.parts[i], &targets[i]));
+  }
   EncodeOptions options = encoder->options();
-  set_dtype(plan.manifest.tensors[f.box.tensor].dtype, &options);
+  set_dtype(plan.manifest.tensors[f.parts[0].tensor].dtype, &options);
   encoder->set_options(options);
-  if (kind == FrameKind::full) {
-    DCR_TRY(encoder->encode_full(target, versions.target, frame, stats));
+  const bool full = kind == FrameKind::full;
+  if (f.bundle()) {
+    DCR_TRY(full ? encoder->encode_full_bundle(targets, versions.target, frame, stats, f.box.row0)
+                 : encoder->encode_bundle(bases, targets, versions, frame, stats, f.box.row0));
   } else {
-    DCR_TRY(encoder->encode_delta(base, target, versions, frame, stats));
+    DCR_TRY(full ? encoder->encode_full(targets[0], versions.target, frame, stats)
+                 : encoder->encode_delta(bases[0], targets[0], versions, frame, stats));
   }
   return link.keys ? seal_frame(*link.keys, link.encrypt, frame) : Status::ok();
 }
@@ -205,6 +210,20 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
   return Status::ok();
 }
 
+Status apply_frame(const std::vector<uint8_t>& frame, const FrameHeader& header, uint64_t committed, Shard* shard,
+                   FrameDecoder* decoder, ApplyOutcome* outcome) {
+  if (!header.is_bundle()) {
+    Region dst;
+    DCR_TRY(shard->region(header.box, &dst));
+    return decoder->apply(frame.data(), frame.size(), dst, committed, outcome);
+  }
+  std::vector<Box> boxes;
+  DCR_TRY(decoder->bundle_boxes(frame.data(), frame.size(), &boxes));
+  std::vector<Region> dsts(boxes.size());
+  for (size_t i = 0; i < boxes.size(); ++i) DCR_TRY(shard->region(boxes[i], &dsts[i]));
+  return decoder->apply_bundle(frame.data(), frame.size(), dsts, committed, outcome);
+}
+
 Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versions versions, bool full, Shard* shard,
                     FrameDecoder* decoder, StepStats* stats) {
   const Topology& t = *link.topology;
@@ -226,10 +245,8 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     Status s = link.keys ? open_frame(*link.keys, &message.bytes) : Status::ok();
     if (s.is_ok()) s = peek_frame_header(message.bytes.data(), message.bytes.size(), &header);
     if (!s.is_ok()) s = s.with_context("frame " + std::to_string(n + 1) + " from " + t.describe_rank(message.peer));
-    Region dst;
-    if (s.is_ok()) s = shard->region(header.box, &dst);
     ApplyOutcome outcome;
-    if (s.is_ok()) s = decoder->apply(message.bytes.data(), message.bytes.size(), dst, committed, &outcome);
+    if (s.is_ok()) s = apply_frame(message.bytes, header, committed, shard, decoder, &outcome);
     if (!s.is_ok() && first_error.is_ok()) first_error = s;
     stats->frames += 1;
     stats->apply_s += since(start);

@@ -77,6 +77,33 @@ TEST(Bundle, AppliesEveryBoxBitExactAndOnlyOnce) {
   }
 }
 
+// A full bundle (first sync, repair) writes its boxes' bits over anything, and carries its id.
+TEST(Bundle, FullBundleAppliesOverAnyBits) {
+  Model m;
+  std::vector<uint8_t> frame;
+  ASSERT_TRUE(FrameEncoder().encode_full_bundle(m.regions(m.target), 2, &frame, nullptr, 77).is_ok());
+  FrameHeader header;
+  ASSERT_TRUE(parse_frame_header(frame.data(), frame.size(), &header).is_ok());
+  EXPECT_TRUE(header.is_full() && header.is_bundle());
+  EXPECT_EQ(header.box.row0, 77u);
+  std::vector<std::vector<uint8_t>> dst = m.base;
+  for (auto& t : dst) t.assign(t.size(), 0xee);  // neither base nor target
+  std::vector<std::vector<uint8_t>> want = dst;
+  {
+    std::vector<Region> from = m.regions(m.target), to = m.regions(want);
+    for (size_t i = 0; i < from.size(); ++i) {
+      std::vector<uint8_t> dense(from[i].box.elements() * 2);
+      copy_out(from[i], dense.data());
+      copy_in(to[i], dense.data());
+    }
+  }
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  ASSERT_TRUE(decoder.apply_bundle(frame.data(), frame.size(), m.regions(dst), kAnyVersion, &outcome).is_ok());
+  EXPECT_EQ(outcome, ApplyOutcome::applied);
+  EXPECT_EQ(dst, want);
+}
+
 TEST(Bundle, OneBoxOffItsBaseLeavesEveryBoxAsItWas) {
   Model m;
   const std::vector<uint8_t> frame = m.encode();

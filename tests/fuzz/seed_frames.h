@@ -47,6 +47,7 @@ inline std::vector<std::vector<uint8_t>> seed_frames() {
     const std::vector<Region> targets = {flat(3, target.data(), count / 2, width),
                                          flat(4, target.data() + count / 2 * width, count - count / 2, width)};
     if (encoder.encode_bundle(bases, targets, {0, 1}, &frame).is_ok()) frames.push_back(frame);
+    if (encoder.encode_full_bundle(targets, 1, &frame, nullptr, 5).is_ok()) frames.push_back(frame);
     encoder.set_options({});
     if (encoder.encode_full(flat(2, base.data(), count, width), 1, &frame).is_ok()) frames.push_back(frame);
   }

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "dcr/refit/plan.h"
 #include "dcr/refit/topology.h"
@@ -88,6 +91,49 @@ TEST(Plan, EveryRolloutGetsEachOfItsElementsFromExactlyOneFrame) {
   Box unknown = f.box;
   unknown.rows += 1;
   EXPECT_EQ(plan.receivers_of(unknown), nullptr);
+}
+
+// Boxes under --bundle-below elements with the same receivers and dtype share bundle frames; every
+// box of the plain plan is in exactly one frame of the bundled plan, with its receivers.
+TEST(Plan, SmallBoxesShareBundlesByReceiversAndDtype) {
+  RefitConfig c = config_of(2, 1, 2, 2);
+  Topology t;
+  ASSERT_TRUE(make_topology_from_nodes(c, 0, std::vector<int>(5, 0), &t).is_ok());
+  RefitPlan plain, bundled;
+  c.bundle_below = 0;
+  ASSERT_TRUE(make_plan(c, t, &plain).is_ok());
+  c.bundle_below = 1 << 16;
+  ASSERT_TRUE(make_plan(c, t, &bundled).is_ok());
+  std::set<uint64_t> ids;
+  for (int trainer = 0; trainer < 2; ++trainer) {
+    std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::vector<int>> want, got;
+    for (const PlannedFrame& f : plain.frames[trainer]) {
+      EXPECT_FALSE(f.bundle());
+      want[{f.box.tensor, f.box.row0, f.box.col0}] = f.receivers;
+    }
+    size_t bundles = 0;
+    for (const PlannedFrame& f : bundled.frames[trainer]) {
+      uint64_t elements = 0;
+      for (const Box& part : f.parts) {
+        EXPECT_TRUE(got.emplace(std::make_tuple(part.tensor, part.row0, part.col0), f.receivers).second);
+        elements += part.elements();
+        if (!f.bundle()) continue;
+        EXPECT_LT(part.elements(), c.bundle_below);
+        EXPECT_EQ(bundled.manifest.tensors[part.tensor].dtype, bundled.manifest.tensors[f.parts[0].tensor].dtype);
+      }
+      EXPECT_EQ(f.box.elements(), elements);
+      if (!f.bundle()) continue;
+      ++bundles;
+      EXPECT_GE(f.parts.size(), 2u);
+      EXPECT_LE(elements, c.frame_elements);
+      EXPECT_TRUE(ids.insert(f.box.row0).second) << "bundle id " << f.box.row0 << " twice";
+      ASSERT_NE(bundled.receivers_of(f.box), nullptr);
+      EXPECT_EQ(*bundled.receivers_of(f.box), f.receivers);
+    }
+    EXPECT_EQ(got, want) << "trainer " << trainer;
+    EXPECT_GT(bundles, 0u);
+    EXPECT_LT(bundled.frames[trainer].size(), plain.frames[trainer].size());
+  }
 }
 
 }  // namespace

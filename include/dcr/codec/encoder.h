@@ -82,9 +82,13 @@ class FrameEncoder {
 
   // A bundle frame of several boxes (bases[i] and targets[i] hold box i; one element width, at most
   // kMaxBundleBoxes disjoint boxes, 2^32-1 elements in all): their elements concatenated in order,
-  // coded as one box under one header and one set of tables.
+  // coded as one box under one header and one set of tables. `id` goes in the header's row0, for
+  // receivers to route it by without its payload.
   Status encode_bundle(const std::vector<Region>& bases, const std::vector<Region>& targets, Versions versions,
-                       std::vector<uint8_t>* frame, EncodeStats* stats = nullptr);
+                       std::vector<uint8_t>* frame, EncodeStats* stats = nullptr, uint64_t id = 0);
+  // The same boxes' every value, as one full frame.
+  Status encode_full_bundle(const std::vector<Region>& targets, uint64_t target_version, std::vector<uint8_t>* frame,
+                            EncodeStats* stats = nullptr, uint64_t id = 0);
 
   // A full frame: every value, applied over whatever the destination holds (first sync, repair).
   Status encode_full(const Region& target, uint64_t target_version, std::vector<uint8_t>* frame,
@@ -109,6 +113,7 @@ class FrameEncoder {
                             uint64_t changed);
   bool joint_pays(PosCoding pos, ValueChoice values, const Region& base, const Region& target,
                   const uint32_t* positions, uint64_t changed);
+  Status gather_bundle(const std::vector<const std::vector<Region>*>& lists, uint64_t id, Box* all);
   double choose_contexts(const Region& base, const uint32_t* positions, uint64_t changed);
   bool contexts_pay(PosCoding pos, ValueChoice values, const Region& base, const uint32_t* positions,
                     uint64_t changed);

@@ -41,7 +41,8 @@ constexpr int kValuePackingCount = 5;
 constexpr uint8_t kFrameFlagFull = 1;
 // A bundle: several boxes of one element width in one frame, their elements concatenated in order
 // (many small tensors share one header and one set of tables). Its header's box is the
-// concatenation, tensor kBundleTensor, one row; the payload starts with the list of boxes.
+// concatenation, tensor kBundleTensor, one row from column 0, its row0 an id for routing; the
+// payload starts with the list of boxes. A bundle may be a full frame.
 constexpr uint8_t kFrameFlagBundle = 2;
 constexpr uint32_t kBundleTensor = 0xffffffff;
 constexpr uint64_t kMaxBundleBoxes = 4096;

@@ -30,6 +30,7 @@ struct RefitConfig {
   int steps = 3;                     // delta refits after the first (full) sync
   std::vector<double> rates = {1, 3, 5};  // changed percent per step, cycled
   uint64_t frame_elements = 1 << 20; // largest frame (elements)
+  uint64_t bundle_below = 1 << 16;   // boxes under this many elements share bundle frames (0: none)
   int window = 32;                   // frames a sender keeps in flight
   int encode_threads = 1;            // threads each trainer encodes frames with
   double link_gbps = 0;              // emulated trainer -> first-relay link (Gbit/s); 0 = none

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "dcr/codec/frame.h"
 #include "dcr/core/box.h"
 #include "dcr/core/tensor.h"
 #include "dcr/layout/model_rules.h"
@@ -17,8 +18,10 @@
 namespace dcr {
 
 struct PlannedFrame {
-  Box box;
+  Box box;                     // the frame header's box: its canonical box, or a bundle's (row0 its id)
   std::vector<int> receivers;  // rollout indices
+  std::vector<Box> parts;      // the canonical boxes it carries: {box}, or a bundle's boxes in order
+  bool bundle() const { return box.tensor == kBundleTensor; }
 };
 
 struct RefitPlan {

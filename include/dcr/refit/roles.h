@@ -52,6 +52,10 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
 
 Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats);
 
+// Applies an opened frame (header parsed) to `shard`: its box, or every box of a bundle.
+Status apply_frame(const std::vector<uint8_t>& frame, const FrameHeader& header, uint64_t committed, Shard* shard,
+                   FrameDecoder* decoder, ApplyOutcome* outcome);
+
 // Applies every frame this rollout needs into `shard`; versions.base is its committed version (the
 // base every delta must name); `full` frames apply over anything. Keeps receiving after a failed apply, so the sender side is drained, and
 // returns the first error.
