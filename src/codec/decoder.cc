@@ -287,12 +287,14 @@ Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::
   DCR_REQUIRE(dsts.size() == boxes_.size(), Code::invalid_argument,
               "frame " + h.describe() + " holds " + std::to_string(boxes_.size()) + " boxes, given " +
                   std::to_string(dsts.size()) + " destinations");
-  bundle_bits_.resize(h.count() * h.elem_width);
-  uint64_t at = 0;
-  for (size_t i = 0; i < dsts.size(); ++i) {
+  for (size_t i = 0; i < dsts.size(); ++i) {  // before anything is sized by the frame's counts
     DCR_REQUIRE(dsts[i].box == boxes_[i] && dsts[i].width == h.elem_width, Code::invalid_argument,
                 "frame " + h.describe() + ": box " + std::to_string(i) + " is " + boxes_[i].describe() +
                     ", its destination " + dsts[i].box.describe());
+  }
+  bundle_bits_.resize(h.count() * h.elem_width);
+  uint64_t at = 0;
+  for (size_t i = 0; i < dsts.size(); ++i) {
     copy_out(dsts[i], bundle_bits_.data() + at);
     at += boxes_[i].elements() * h.elem_width;
   }
