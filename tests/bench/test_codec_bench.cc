@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>  // std::remove
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -11,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "dcr/bench/codec_bench.h"
+#include "dcr/ckpt/safetensors.h"
+#include "dcr/model/change_model.h"
+#include "dcr/model/presets.h"
 
 namespace dcr {
 namespace {
@@ -70,6 +74,49 @@ TEST(CodecBench, JsonCarriesEveryReportedKey) {
   }
   EXPECT_EQ(doc["records"][0]["bitexact"], true);
   std::remove(path.c_str());
+}
+
+// Three HF checkpoints of the tiny preset, 3% of values changed a step: `dir`/step-0..2.
+void write_checkpoints(const std::filesystem::path& dir) {
+  Manifest m;
+  ASSERT_TRUE(make_preset("tiny", &m).is_ok());
+  std::unique_ptr<ChangeModel> model;
+  ASSERT_TRUE(ChangeModel::create(m, {}, &model).is_ok());
+  for (int step = 0; step < 3; ++step) {
+    if (step > 0) ASSERT_TRUE(model->step(model->tune_lr(0.03)).is_ok());
+    const std::filesystem::path at = dir / ("step-" + std::to_string(step));
+    std::filesystem::create_directories(at);
+    std::ofstream(at / "config.json") << R"({"model_type": "llama"})";
+    ASSERT_TRUE(write_safetensors((at / "model.safetensors").string(), m, model->snapshot()).is_ok());
+  }
+}
+
+TEST(CodecBench, CheckpointPairsAreBenchedBitExactAgainstTheirBounds) {
+  const std::filesystem::path dir = ::testing::TempDir() + "dcr_bench_ckpt_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  write_checkpoints(dir);
+  CodecBenchOptions o = tiny_options();
+  o.checkpoints = (dir / "step-*").string();
+  o.contexts = true;
+  CodecBenchReport report;
+  const Status s = run_codec_bench(o, &report);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_EQ(report.records.size(), 2u);
+  EXPECT_EQ(report.records[0].name, "step-0>step-1");
+  for (const CodecBenchRecord& r : report.records) {
+    SCOPED_TRACE(r.name);
+    EXPECT_TRUE(r.bitexact);
+    EXPECT_NEAR(r.change_rate, 0.03, 0.003);
+    EXPECT_EQ(r.wire_bytes, r.header_bytes + r.position_bytes + r.value_bytes);
+    EXPECT_LE(r.entropy_bound_exponent_bytes, r.entropy_bound_delta_bytes);
+    EXPECT_LT(r.wire_bytes, r.nemo_style_bytes);
+    EXPECT_LT(r.frames, 10u);  // the tiny preset's small tensors share bundles
+  }
+  o.checkpoints = (dir / "step-0").string();  // one checkpoint is no delta
+  Status one = run_codec_bench(o, &report);
+  EXPECT_EQ(one.code(), Code::invalid_argument);
+  EXPECT_NE(one.message().find("a delta needs two"), std::string::npos) << one.to_string();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CodecBench, RefusesBadOptionsByName) {
