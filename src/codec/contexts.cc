@@ -16,8 +16,9 @@ double ContextCoder::estimate(unsigned first, unsigned buckets) const {
   Histogram bucket{};
   uint64_t size = 0;
   unsigned current = 0;
+  const ContextRule rule{0, static_cast<uint8_t>(first), static_cast<uint8_t>(buckets)};
   for (unsigned c = 0; c < 256; ++c) {
-    const unsigned b = ContextRule{0, static_cast<uint8_t>(first), static_cast<uint8_t>(buckets)}.bucket(c);
+    const unsigned b = rule.bucket(c);
     if (b != current) {
       total += StreamCodec::estimate(bucket, size);
       bucket.fill(0);
@@ -66,7 +67,7 @@ double ContextCoder::choose(const uint8_t* contexts, const uint8_t* tokens, uint
 void ContextCoder::build(const uint8_t* contexts, const Section& value_tokens, Section* out) const {
   const unsigned buckets = rule_.buckets;
   uint8_t bucket_of[256];
-  for (unsigned c = 0; c < 256; ++c) bucket_of[c] = static_cast<uint8_t>(ContextRule{0, rule_.first, rule_.buckets}.bucket(c));
+  rule_.fill_table(bucket_of);
   out->reset(buckets + 2);
   out->streams[0].bytes = {rule_.shift, rule_.first, rule_.buckets};
   out->streams[0].raw_only = true;

@@ -22,9 +22,11 @@ struct ContextRule {
   uint8_t shift = 0;
   uint8_t first = 0;
   uint8_t buckets = 1;
-  unsigned bucket(uint64_t base) const {
-    const unsigned context = static_cast<unsigned>(base >> shift) & 0xffu;
-    return std::min<unsigned>(context < first ? 0 : context - first, buckets - 1u);
+  // The bucket of context c (an already shifted byte).
+  unsigned bucket(unsigned c) const { return std::min<unsigned>(c < first ? 0 : c - first, buckets - 1u); }
+  // Every context's bucket.
+  void fill_table(uint8_t table[256]) const {
+    for (unsigned c = 0; c < 256; ++c) table[c] = static_cast<uint8_t>(bucket(c));
   }
 };
 

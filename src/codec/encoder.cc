@@ -73,6 +73,14 @@ double measure(const Section& section, const EncodeOptions& options, StreamCodec
   return static_cast<double>(section.write(codec, options.zstd_level, true, trial));
 }
 
+// Room for the header, then a bundle's box list while one is being encoded (s.bundle set).
+void start_frame(const std::vector<uint8_t>& bundle, FrameHeader* header, std::vector<uint8_t>* out) {
+  out->assign(kFrameHeaderBytes, 0);
+  if (bundle.empty()) return;
+  header->flags |= kFrameFlagBundle;
+  out->insert(out->end(), bundle.begin(), bundle.end());
+}
+
 void finish_frame(FrameHeader* header, std::vector<uint8_t>* out) {
   header->payload_bytes = out->size() - kFrameHeaderBytes;
   header->payload_hash = hash64(out->data() + kFrameHeaderBytes, header->payload_bytes);
@@ -303,9 +311,9 @@ double FrameEncoder::choose_contexts(const Region& base, const uint32_t* positio
 }
 
 // Whether the delta words' tokens go by the contexts of their base bits (the section is then
-// built): when forced, or when the options give a context shift, packing is not forced otherwise,
-// the frame's values are delta tokens (alone or joint), and gap tokens with the context section come
-// out smaller.
+// built): when forced, or when the options ask for contexts and give a shift, nothing else is
+// forced, the frame's values are delta tokens (alone or joint), and gap tokens with the context
+// section come out smaller.
 bool FrameEncoder::contexts_pay(PosCoding pos, ValueChoice values, const Region& base, const uint32_t* positions,
                                 uint64_t changed) {
   constexpr uint64_t kLeastChanges = 64;  // fewer do not pay for a second table
@@ -374,11 +382,7 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   header.value_packing = values.packing;
 
   std::vector<uint8_t>& out = *frame;
-  out.assign(kFrameHeaderBytes, 0);
-  if (!s.bundle.empty()) {
-    header.flags |= kFrameFlagBundle;
-    out.insert(out.end(), s.bundle.begin(), s.bundle.end());
-  }
+  start_frame(s.bundle, &header, &out);
   const size_t position_bytes = s.bundle.size() + position_section(header.pos_coding, count, positions, changed)
                                     .write(&s.codec, options_.zstd_level, options_.exhaustive, &out);
   const size_t value_bytes = value_section(values, base, target, positions, changed)
@@ -480,11 +484,7 @@ Status FrameEncoder::encode_full(const Region& target_in, uint64_t target_versio
   header.target_hash = hash64(target, count * width);
 
   std::vector<uint8_t>& out = *frame;
-  out.assign(kFrameHeaderBytes, 0);
-  if (!s.bundle.empty()) {
-    header.flags |= kFrameFlagBundle;
-    out.insert(out.end(), s.bundle.begin(), s.bundle.end());
-  }
+  start_frame(s.bundle, &header, &out);
   StreamOptions raw;
   raw.raw_only = true;
   s.codec.write(target, count * width, raw, &out);

@@ -440,7 +440,7 @@ Status ChangeReader::open_contexts(ByteReader* payload) {
   DCR_REQUIRE(total == h_.changed, Code::corrupt,
               "context token streams hold " + std::to_string(total) + " tokens, expected " + std::to_string(h_.changed));
   merged_tokens_.resize(h_.changed);
-  for (unsigned c = 0; c < 256; ++c) bucket_of_[c] = static_cast<uint8_t>(ContextRule{0, rule_.first, rule_.buckets}.bucket(c));
+  rule_.fill_table(bucket_of_);
   Tokens& t = merged_values_;
   t.codec = codec_;
   t.slot = -1;  // the symbols are merged_tokens_
@@ -463,7 +463,7 @@ Status ChangeReader::decode_contexts(uint64_t upto) {
   for (uint64_t j = values_done_; j < upto; ++j) {
     const uint64_t p = positions_[j];
     const uint8_t* at = dense ? base_->data + p * width : base_->row(p / cols) + (p % cols) * width;
-    const uint64_t a = width == 2 ? uint64_t{load_u16(at)} : load_word(at, 0, width);
+    const uint64_t a = load_word(at, 0, width);
     const unsigned b = bucket_of_[(a >> shift) & 0xff];
     if (bucket_next_[b] == bucket_end_[b]) {
       return Status(Code::corrupt, "context bucket " + std::to_string(b) + " holds fewer tokens than its changes");

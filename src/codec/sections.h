@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "dcr/codec/frame.h"
@@ -14,12 +13,6 @@
 #include "src/codec/contexts.h"
 
 namespace dcr {
-
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
 
 struct RawStream {
   std::vector<uint8_t> bytes;  // the stream, unless it is a view
