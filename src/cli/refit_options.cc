@@ -63,7 +63,7 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "--frame-elements (one header and one set of tables for many small tensors; 0: none)")
       ("window", po::value(&c->window)->default_value(c->window), "frames each sender keeps in flight")
       ("encode-threads", po::value(&c->encode_threads)->default_value(c->encode_threads),
-       "threads each trainer encodes frames with (cores per trainer rank)")
+       "threads each trainer encodes frames with, ahead of the frame it sends (cores per trainer rank)")
       ("link-gbps", po::value(&c->link_gbps)->default_value(c->link_gbps), "emulated trainer -> first relay link in Gbit/s (0: none)")
       ("compare-full", po::value(&c->compare_full)->default_value(c->compare_full), "also time a full refit of each version")
       ("compare-bcast", po::value(&c->compare_bcast)->default_value(c->compare_bcast), "also time MPI_Bcast of the full model")

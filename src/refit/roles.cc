@@ -3,10 +3,10 @@
 #include <chrono>
 #include <algorithm>
 #include <memory>
-#include <thread>
 
 #include "dcr/auth/seal.h"
 #include "dcr/core/hash.h"
+#include "dcr/core/ordered_pool.h"
 
 namespace dcr {
 
@@ -79,24 +79,6 @@ Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame&
   return link.keys ? seal_frame(*link.keys, link.encrypt, frame) : Status::ok();
 }
 
-// Encodes frames [first, first + frames->size()) of the plan, one per encoder, in parallel.
-Status encode_wave(const RefitPlan& plan, const Link& link, const std::vector<PlannedFrame>& planned, size_t first,
-                   FrameKind kind,
-                   Versions versions, Shard* baseline, Shard* current, const std::vector<FrameEncoder*>& encoders,
-                   std::vector<std::vector<uint8_t>>* frames, std::vector<EncodeStats>* stats) {
-  std::vector<Status> results(frames->size());
-  auto work = [&](size_t w) {
-    results[w] = encode_frame(plan, link, planned[first + w], kind, versions, baseline, current, encoders[w],
-                              &(*frames)[w], &(*stats)[w]);
-  };
-  std::vector<std::thread> helpers;
-  for (size_t w = 1; w < frames->size(); ++w) helpers.emplace_back(work, w);
-  work(0);
-  for (std::thread& t : helpers) t.join();
-  for (const Status& r : results) DCR_TRY(r);
-  return Status::ok();
-}
-
 }  // namespace
 
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
@@ -108,34 +90,37 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
   if (hit && fault.kind == FrameFault::wrong_base) encoded.base = versions.base + 1000;
   const std::vector<PlannedFrame>& planned = plan.frames[trainer];
   DCR_TRY(fault_point(*link.kill, *link.topology, Phase::encode, versions.target));
-  std::vector<std::vector<uint8_t>> frames;
-  std::vector<EncodeStats> encode_stats;
-  for (size_t first = 0; first < planned.size(); first += encoders.size()) {
+  // Encoders work ahead on the frames after the one being sent (run_ordered); a frame is sent the
+  // moment it and those before it are encoded. encode_s is the time spent waiting for encoders.
+  std::vector<std::vector<uint8_t>> frames(planned.size());
+  std::vector<EncodeStats> encode_stats(planned.size());
+  auto encode = [&](size_t i, int worker) {
+    return encode_frame(plan, link, planned[i], kind, encoded, baseline, current, encoders[worker], &frames[i],
+                        &encode_stats[i]);
+  };
+  auto ready = Clock::now();
+  auto send = [&](size_t i) -> Status {
     auto start = Clock::now();
-    const size_t wave = std::min(encoders.size(), planned.size() - first);
-    frames.assign(wave, {});
-    encode_stats.assign(wave, {});
-    DCR_TRY(encode_wave(plan, link, planned, first, kind, encoded, baseline, current, encoders, &frames, &encode_stats));
-    stats->encode_s += since(start);
-    start = Clock::now();
-    for (size_t w = 0; w < wave; ++w) {
-      if (stats->frames == planned.size() / 2) DCR_TRY(fault_point(*link.kill, *link.topology, Phase::stream, versions.target));
-      if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(&frames[w]);
-      if (hit && link.keys && (fault.kind == FrameFault::forge || fault.kind == FrameFault::unsealed) &&
-          stats->frames == 0) {
-        DCR_TRY(forge(*link.keys, link.encrypt, fault.kind == FrameFault::forge, &frames[w]));
-      }
-      stats->frames += 1;
-      stats->wire_bytes += frames[w].size();
-      stats->changed += encode_stats[w].changed;
-      stats->elements += planned[first + w].box.elements();
-      auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[w]));
-      DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
-      if (sent != nullptr) sent->push_back(frame);
-      DCR_TRY(link.transport->send(root, link.channel, std::move(frame)));
+    stats->encode_s += std::chrono::duration<double>(start - ready).count();
+    if (stats->frames == planned.size() / 2) DCR_TRY(fault_point(*link.kill, *link.topology, Phase::stream, versions.target));
+    if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(&frames[i]);
+    if (hit && link.keys && (fault.kind == FrameFault::forge || fault.kind == FrameFault::unsealed) &&
+        stats->frames == 0) {
+      DCR_TRY(forge(*link.keys, link.encrypt, fault.kind == FrameFault::forge, &frames[i]));
     }
-    stats->send_s += since(start);
-  }
+    stats->frames += 1;
+    stats->wire_bytes += frames[i].size();
+    stats->changed += encode_stats[i].changed;
+    stats->elements += planned[i].box.elements();
+    auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[i]));
+    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
+    if (sent != nullptr) sent->push_back(frame);
+    DCR_TRY(link.transport->send(root, link.channel, std::move(frame)));
+    ready = Clock::now();
+    stats->send_s += std::chrono::duration<double>(ready - start).count();
+    return Status::ok();
+  };
+  DCR_TRY(run_ordered(planned.size(), static_cast<int>(encoders.size()), 2 * encoders.size(), encode, send));
   const auto start = Clock::now();
   DCR_TRY(link.transport->wait_sends(link.timeout_s));
   stats->send_s += since(start);
