@@ -65,11 +65,13 @@ void ChangeCollector::tokenize(const uint8_t* base, const uint8_t* target, const
   if (W == 2 && simd_level() >= SimdLevel::avx512) {
     j = tokenize_avx512_w2(Delta, base, target, positions, n, words, elements_, &next, &gaps, &deltas);
   }
+  const bool staged = W == 2 && words.base != nullptr;
   for (; j < n; ++j) {
     const uint64_t p = positions[j];
     gaps.add(p - next);
     next = p + 1;
-    deltas.add(encode_word(Delta, load_word(base, p, W), load_word(target, p, W), W));
+    deltas.add(encode_word(Delta, staged ? words.base[j] : load_word(base, p, W),
+                           staged ? words.target[j] : load_word(target, p, W), W));
   }
   gap_writer_.commit(gaps);
   delta_writer_.commit(deltas);

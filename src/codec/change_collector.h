@@ -71,7 +71,8 @@ class ChangeCollector {
   // `elements`: the box's element count; `capacity`: the most changes that will be added.
   void start(unsigned width, ValueMode delta_mode, uint64_t elements, uint64_t capacity);
   // Adds the changed elements at positions[0..n) (ascending, after any added before). `words`,
-  // where not null, holds their 2-byte words as scan_and_hash copied them out.
+  // where not null, holds their 2-byte words as scan_and_hash copied them out; the buffers are then
+  // not read (they may be null).
   void add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
            ChangedWords words = {nullptr, nullptr});
   void finish();

@@ -12,6 +12,12 @@
 
 namespace dcr {
 
+// A run of consecutive elements of a box: a row, a whole contiguous box, or one of a bundle's.
+struct ElementRun {
+  uint8_t* data;
+  uint64_t elements;
+};
+
 FrameDecoder::FrameDecoder() : changes_(new ChangeReader) {}
 FrameDecoder::~FrameDecoder() = default;
 
@@ -84,17 +90,30 @@ Status FrameDecoder::bundle_boxes(const uint8_t* frame, size_t size, std::vector
 
 namespace {
 
+Status check_base_version(const FrameHeader& h, uint64_t expected_base_version) {
+  DCR_REQUIRE(h.is_full() || expected_base_version == kAnyVersion || h.base_version == expected_base_version,
+              Code::base_mismatch,
+              "frame " + h.describe() + " is a delta on version " + std::to_string(h.base_version) +
+                  " but this receiver is at version " + std::to_string(expected_base_version));
+  return Status::ok();
+}
+
 Status check_destination(const FrameHeader& h, const Region& dst, uint64_t expected_base_version, Region* box) {
   const std::string what = "frame " + h.describe();
   DCR_REQUIRE(h.elem_width == dst.width, Code::invalid_argument,
               what + " has " + std::to_string(h.elem_width) + "-byte elements, destination has " +
                   std::to_string(dst.width));
   DCR_TRY(sub_region(dst, h.box, box).with_context(what));
-  DCR_REQUIRE(h.is_full() || expected_base_version == kAnyVersion || h.base_version == expected_base_version,
-              Code::base_mismatch,
-              what + " is a delta on version " + std::to_string(h.base_version) +
-                  " but this receiver is at version " + std::to_string(expected_base_version));
-  return Status::ok();
+  return check_base_version(h, expected_base_version);
+}
+
+// A region's elements as runs: the whole region when contiguous, else each row.
+void append_runs(const Region& r, std::vector<ElementRun>* runs) {
+  if (r.contiguous()) {
+    runs->push_back({r.row(0), r.box.elements()});
+    return;
+  }
+  for (uint64_t k = 0; k < r.box.rows; ++k) runs->push_back({r.row(k), r.box.cols});
 }
 
 // The box's hash after the scatter, and before it when asked for (see FrameDecoder::apply).
@@ -148,50 +167,35 @@ class BoxFetch {
 };
 
 // Decodes changes until those of box elements below `end` are all in (or the frame's are), asking
-// for the box's lines meanwhile, then reads in what the block [begin, end) still lacks.
+// for the run's lines meanwhile, then reads in what the block [begin, end) still lacks. The run
+// (the fetch's) starts at box element `run_start`.
 Status decode_through(ChangeReader* changes, const uint32_t* positions, uint64_t changed, uint64_t begin,
-                      uint64_t end, unsigned width, BoxFetch* fetch) {
+                      uint64_t end, uint64_t run_start, unsigned width, BoxFetch* fetch) {
   while (changes->done() < changed && (changes->done() == 0 || positions[changes->done() - 1] < end)) {
     const uint64_t upto = std::min(changed, changes->done() + kApplySlice);
     DCR_TRY(changes->decode(upto));
-    fetch->ask((positions[upto - 1] + uint64_t{1}) * width, begin * width);
+    const uint64_t reach = std::max<uint64_t>(positions[upto - 1] + uint64_t{1}, run_start);
+    fetch->ask((reach - run_start) * width, (begin - run_start) * width);
   }
-  fetch->sweep(end * width);
+  fetch->sweep((end - run_start) * width);
   return Status::ok();
 }
 
-// A contiguous box of at least a few stripes, on AVX-512, in cache-sized blocks: each block's
-// changes are decoded (decode_through), then the block is scattered and hashed (XXH3 with its
-// accumulators in registers) while it is in cache, so the box is read from memory once; so is its
-// hash before the scatter, when asked for. XXH3's last stripe of the box before is copied first,
-// since an earlier block's scatter may reach into it. *applied counts the changes scattered, also
-// on failure.
-Status scatter_swap_and_hash_stripes(const Region& r, ValueMode mode, ChangeReader* changes, uint32_t* positions,
-                                     uint64_t changed, uint64_t* words, BoxHashes* hashes, uint64_t* applied) {
-  const uint64_t count = r.box.elements(), bytes = count * r.width;
-  uint8_t* data = r.row(0);
-  alignas(64) uint8_t last_before[64];
-  std::memcpy(last_before, data + bytes - 64, 64);
-  StripeHash before, after;
-  before.start(bytes);
-  after.start(bytes);
-  uint64_t& j = *applied;
-  BoxFetch fetch(data, bytes, changed);
-  changes->defer_values();  // words that go by the base bits are decoded with the block in cache
-  for (uint64_t begin = 0; begin < count; begin += kBlockElements) {
-    const uint64_t end = std::min(count, begin + kBlockElements);
-    DCR_TRY(decode_through(changes, positions, changed, begin, end, r.width, &fetch));
-    const uint64_t first = j;
-    const uint64_t last = std::lower_bound(positions + first, positions + changes->done(), end) - positions;
-    DCR_TRY(changes->values_through(last));
-    j = last;
-    if (hashes->with_before) before.feed(data, begin * r.width, end * r.width);
-    scatter_swap(data, count, r.width, mode, positions + first, j - first, words + first);
-    after.feed(data, begin * r.width, end * r.width);
+// Whether the runs go the striped way: on AVX-512, at least a few stripes in all, every run but
+// the last a whole number of stripes (XXH3 then takes each run's stripes as they lie).
+bool stripes_fit(const std::vector<ElementRun>& runs, unsigned width) {
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (k + 1 < runs.size() && runs[k].elements * width % 64 != 0) return false;
+    bytes += runs[k].elements * width;
   }
-  if (hashes->with_before) hashes->before = before.finish_long(last_before);
-  hashes->after = after.finish(data);
-  return Status::ok();
+  return bytes >= 1024 && feed_available();
+}
+
+// The runs of `width`-byte elements, concatenated: the last 64 bytes.
+void last_bytes(const std::vector<ElementRun>& runs, unsigned width, uint8_t* out) {
+  last_stripe(runs.size(), [&](size_t k) { return std::pair<const uint8_t*, uint64_t>(runs[k].data, runs[k].elements * width); },
+              out);
 }
 
 // The offsets of changes [first, last) in the run of elements that starts at box element
@@ -204,34 +208,73 @@ const uint32_t* offsets_in_run(const uint32_t* positions, uint64_t first, uint64
   return local->data();
 }
 
-// The same over any region, one contiguous run of elements at a time (the whole box when its rows
-// are adjacent in memory, else each row; long runs in blocks), hashed through the streaming Hasher,
-// once every change is decoded.
-Status scatter_swap_and_hash(const Region& r, ValueMode mode, ChangeReader* changes, uint32_t* positions,
-                             uint64_t changed, uint64_t* words, BoxHashes* hashes, uint64_t* applied,
-                             Hasher* before, Hasher* after, std::vector<uint32_t>* local) {
+// On the striped way, in cache-sized blocks: each block's changes are decoded (decode_through), then
+// the block is scattered and hashed (XXH3 with its accumulators in registers) while it is in cache,
+// so each run is read from memory once; so is its hash before the scatter, when asked for. XXH3's
+// last stripe before is copied first, since an earlier block's scatter may reach into it. *applied
+// counts the changes scattered, also on failure.
+Status scatter_swap_and_hash_stripes(const std::vector<ElementRun>& runs, unsigned width, ValueMode mode,
+                                     ChangeReader* changes, uint32_t* positions, uint64_t changed, uint64_t* words,
+                                     BoxHashes* hashes, uint64_t* applied, std::vector<uint32_t>* local) {
+  uint64_t count = 0;
+  for (const ElementRun& run : runs) count += run.elements;
+  alignas(64) uint8_t last_before[64];
+  last_bytes(runs, width, last_before);
+  StripeHash before, after;
+  before.start(count * width);
+  after.start(count * width);
+  uint64_t& j = *applied;
+  changes->defer_values();  // words that go by the base bits are decoded with the block in cache
+  uint64_t at = 0;  // the run's first element in the box
+  for (const ElementRun& run : runs) {
+    BoxFetch fetch(run.data, run.elements * width, changed * run.elements / count);
+    for (uint64_t begin = 0; begin < run.elements; begin += kBlockElements) {
+      const uint64_t end = std::min(run.elements, begin + kBlockElements);
+      DCR_TRY(decode_through(changes, positions, changed, at + begin, at + end, at, width, &fetch));
+      const uint64_t first = j;
+      const uint64_t last = std::lower_bound(positions + first, positions + changes->done(), at + end) - positions;
+      DCR_TRY(changes->values_through(last));
+      j = last;
+      if (hashes->with_before) before.feed(run.data, begin * width, end * width, at * width);
+      scatter_swap(run.data, run.elements, width, mode, offsets_in_run(positions, first, last, at, local), last - first,
+                   words + first);
+      after.feed(run.data, begin * width, end * width, at * width);
+    }
+    at += run.elements;
+  }
+  if (hashes->with_before) hashes->before = before.finish_long(last_before);
+  alignas(64) uint8_t last_after[64];
+  last_bytes(runs, width, last_after);
+  hashes->after = count * width < StripeHash::kLongInput ? after.finish(runs[0].data) : after.finish_long(last_after);
+  return Status::ok();
+}
+
+// Decodes and scatters the changes into the runs of the box (a region's, or a bundle's boxes'), all
+// of them hashed as one concatenation: the striped way where the runs fit it, else once every
+// change is decoded, one run at a time (long runs in blocks), through the streaming Hasher.
+Status scatter_swap_and_hash(const std::vector<ElementRun>& runs, unsigned width, ValueMode mode,
+                             ChangeReader* changes, uint32_t* positions, uint64_t changed, uint64_t* words,
+                             BoxHashes* hashes, uint64_t* applied, Hasher* before, Hasher* after,
+                             std::vector<uint32_t>* local) {
   *applied = 0;
-  if (r.contiguous() && r.box.elements() * r.width >= 1024 && feed_available()) {
-    return scatter_swap_and_hash_stripes(r, mode, changes, positions, changed, words, hashes, applied);
+  if (stripes_fit(runs, width)) {
+    return scatter_swap_and_hash_stripes(runs, width, mode, changes, positions, changed, words, hashes, applied, local);
   }
   DCR_TRY(changes->decode(changed));
-  const uint64_t run = r.contiguous() ? r.box.elements() : r.box.cols;
-  const uint64_t runs = r.contiguous() ? 1 : r.box.rows;
   before->reset();
   after->reset();
-  uint64_t j = 0;
-  for (uint64_t k = 0; k < runs; ++k) {
-    uint8_t* data = r.row(k);
-    const uint64_t run_start = k * run;
-    for (uint64_t begin = 0; begin < run; begin += kBlockElements) {
-      const uint64_t end = std::min(run, begin + kBlockElements);
+  uint64_t j = 0, at = 0;
+  for (const ElementRun& run : runs) {
+    for (uint64_t begin = 0; begin < run.elements; begin += kBlockElements) {
+      const uint64_t end = std::min(run.elements, begin + kBlockElements);
       const uint64_t first = j;
-      j = std::lower_bound(positions + first, positions + changed, run_start + end) - positions;
-      const uint32_t* in_run = offsets_in_run(positions, first, j, run_start, local);
-      if (hashes->with_before) before->update(data + begin * r.width, (end - begin) * r.width);
-      scatter_swap(data, run, r.width, mode, in_run, j - first, words + first);
-      after->update(data + begin * r.width, (end - begin) * r.width);
+      j = std::lower_bound(positions + first, positions + changed, at + end) - positions;
+      if (hashes->with_before) before->update(run.data + begin * width, (end - begin) * width);
+      scatter_swap(run.data, run.elements, width, mode, offsets_in_run(positions, first, j, at, local), j - first,
+                   words + first);
+      after->update(run.data + begin * width, (end - begin) * width);
     }
+    at += run.elements;
   }
   *applied = changed;
   if (hashes->with_before) hashes->before = before->digest();
@@ -239,17 +282,23 @@ Status scatter_swap_and_hash(const Region& r, ValueMode mode, ChangeReader* chan
   return Status::ok();
 }
 
-// Puts back the old bits that a scatter_swap of changes [0, n) left in `words`.
-void scatter_back(const Region& r, const uint32_t* positions, uint64_t n, uint64_t* words,
-                  std::vector<uint32_t>* local) {
-  if (r.contiguous()) return scatter_swap(r.row(0), r.box.elements(), r.width, ValueMode::overwrite, positions, n, words);
-  uint64_t j = 0;
-  for (uint64_t k = 0; k < r.box.rows && j < n; ++k) {
-    const uint64_t first = j, run_start = k * r.box.cols;
-    j = std::lower_bound(positions + first, positions + n, run_start + r.box.cols) - positions;
-    scatter_swap(r.row(k), r.box.cols, r.width, ValueMode::overwrite,
-                 offsets_in_run(positions, first, j, run_start, local), j - first, words + first);
+// Puts the first n changes' old bits (in the words, after a scatter_swap) back.
+void scatter_back(const std::vector<ElementRun>& runs, unsigned width, const uint32_t* positions, uint64_t n,
+                  uint64_t* words, std::vector<uint32_t>* local) {
+  uint64_t j = 0, at = 0;
+  for (size_t k = 0; k < runs.size() && j < n; at += runs[k].elements, ++k) {
+    const uint64_t first = j;
+    j = std::lower_bound(positions + first, positions + n, at + runs[k].elements) - positions;
+    scatter_swap(runs[k].data, runs[k].elements, width, ValueMode::overwrite,
+                 offsets_in_run(positions, first, j, at, local), j - first, words + first);
   }
+}
+
+// XXH3 of the runs' bits, concatenated.
+uint64_t runs_hash(const std::vector<ElementRun>& runs, unsigned width, Hasher* hasher) {
+  hasher->reset();
+  for (const ElementRun& run : runs) hasher->update(run.data, run.elements * width);
+  return hasher->digest();
 }
 
 std::string missed_target_message(const FrameHeader& h) {
@@ -274,9 +323,10 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
   return apply_payload(frame + kFrameHeaderBytes, box, outcome);
 }
 
-// The boxes are gathered into one dense run (the bundle's own order), the frame is applied to it,
-// and only an applied result is copied back: every outcome but "applied" leaves the boxes as they
-// were.
+// A delta bundle is applied where its boxes lie, as one box of their runs: a failure puts every
+// box back (apply_changes). A full bundle, one without changes, or one whose values go by the base
+// bits (contexts) is applied to a gathered copy of its boxes, which is copied back only when
+// applied. Either way all of its boxes change, or none does.
 Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::vector<Region>& dsts,
                                   uint64_t expected_base_version, ApplyOutcome* outcome) {
   DCR_TRY(parse_frame_header(frame, size, &scratch_.header));
@@ -291,6 +341,12 @@ Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::
     DCR_REQUIRE(dsts[i].box == boxes_[i] && dsts[i].width == h.elem_width, Code::invalid_argument,
                 "frame " + h.describe() + ": box " + std::to_string(i) + " is " + boxes_[i].describe() +
                     ", its destination " + dsts[i].box.describe());
+  }
+  if (!h.is_full() && h.changed > 0 && h.value_packing != ValuePacking::contexts) {
+    DCR_TRY(check_base_version(h, expected_base_version));
+    std::vector<ElementRun> runs;
+    for (const Region& dst : dsts) append_runs(dst, &runs);
+    return apply_changes(payload, nullptr, runs, outcome);
   }
   bundle_bits_.resize(h.count() * h.elem_width);
   uint64_t at = 0;
@@ -310,33 +366,42 @@ Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::
   return Status::ok();
 }
 
-// A delta frame is decoded and scattered in one pass that hashes the box after the scatter. The old
-// bits come back in the words, so any outcome but "target bits out" puts the box back exactly: a
-// box already at the target (a retry: an XOR must not count twice), a box at neither hash, a result
-// that misses the target hash, or a payload that fails to decode midway (one that passed its
-// checksum, so built to do so). For every mode but overwrite, apply_word is one-to-one in the old
-// bits, so the result is the target exactly when the box held the base: the hash after settles it,
-// and the box is hashed again only to tell the failures apart. An overwrite reaches the target from
-// bits other than the base too, so its pass also hashes the box before.
 Status FrameDecoder::apply_payload(const uint8_t* payload, const Region& box, ApplyOutcome* outcome) {
+  const FrameHeader& h = scratch_.header;
+  if (h.is_full() || h.changed == 0) return apply_copy(payload, box, outcome);
+  std::vector<ElementRun> runs;
+  append_runs(box, &runs);
+  return apply_changes(payload, &box, runs, outcome);
+}
+
+// A delta frame is decoded and scattered in one pass that hashes the box (its runs) after the
+// scatter. The old bits come back in the words, so any outcome but "target bits out" puts the box
+// back exactly: a box already at the target (a retry: an XOR must not count twice), a box at
+// neither hash, a result that misses the target hash, or a payload that fails to decode midway (one
+// that passed its checksum, so built to do so). For every mode but overwrite, apply_word is
+// one-to-one in the old bits, so the result is the target exactly when the box held the base: the
+// hash after settles it, and the box is hashed again only to tell the failures apart. An overwrite
+// reaches the target from bits other than the base too, so its pass also hashes the box before.
+// `base` is the box as a region, for values that go by the base bits (null for a bundle's runs).
+Status FrameDecoder::apply_changes(const uint8_t* payload, const Region* base, const std::vector<ElementRun>& runs,
+                                   ApplyOutcome* outcome) {
   DecodedFrame& d = scratch_;
   const FrameHeader& h = d.header;
-  if (h.is_full() || h.changed == 0) return apply_copy(payload, box, outcome);
   grow_to(&d.positions, h.changed);  // scratch: never shrunk, so never zero-filled again
   grow_to(&d.words, h.changed);
-  DCR_TRY(open_changes(payload, &d, &box));
+  DCR_TRY(open_changes(payload, &d, base));
   BoxHashes hashes;
   hashes.with_before = h.value_mode == ValueMode::overwrite;
   uint64_t applied = 0;
-  const Status status = scatter_swap_and_hash(box, h.value_mode, changes_.get(), d.positions.data(), h.changed,
-                                              d.words.data(), &hashes, &applied, &hasher_, &after_, &local_);
+  const Status status = scatter_swap_and_hash(runs, h.elem_width, h.value_mode, changes_.get(), d.positions.data(),
+                                              h.changed, d.words.data(), &hashes, &applied, &hasher_, &after_, &local_);
   if (status.is_ok() && hashes.after == h.target_hash && (!hashes.with_before || hashes.before == h.base_hash)) {
     *outcome = ApplyOutcome::applied;
     return Status::ok();
   }
-  scatter_back(box, d.positions.data(), applied, d.words.data(), &local_);
+  scatter_back(runs, h.elem_width, d.positions.data(), applied, d.words.data(), &local_);
   if (!status.is_ok()) return status.with_context("frame " + h.describe() + " (the box was restored)");
-  const uint64_t before = hashes.with_before ? hashes.before : region_hash(box);
+  const uint64_t before = hashes.with_before ? hashes.before : runs_hash(runs, h.elem_width, &hasher_);
   if (before == h.target_hash) {
     *outcome = ApplyOutcome::already_applied;
     return Status::ok();

@@ -1,6 +1,7 @@
 #include "dcr/codec/encoder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "dcr/codec/scan.h"
@@ -112,23 +113,42 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
   s.collector.start(width, delta_mode(), count, count);
   Hashes hashes;
   s.words_copied = scan_and_hash_available(width);
-  const uint64_t changed = s.words_copied ? collect_fused(base, target, &hashes) : collect_by_block(base, target, &hashes);
+  const uint64_t changed = s.words_copied ? collect_fused({{base.data, target.data, count}}, count, &hashes)
+                                          : collect_by_block(base, target, &hashes);
   s.collector.finish();
   return encode(base, target, s.positions.data(), changed, hashes, versions, frame, stats);
 }
 
-// One uninterrupted pass scans and hashes the whole box, so memory streams at full speed, and
-// copies out the changed words; tokenising then reads only what the scan wrote, in order.
-uint64_t FrameEncoder::collect_fused(const Region& base, const Region& target, Hashes* hashes) {
+// One uninterrupted pass scans and hashes each run (the box, or a bundle's boxes as they lie), so
+// memory streams at full speed, and copies out the changed words; tokenising then reads only what
+// the scan wrote, in order. Runs of a bundle are hashed as one concatenation: every run but the
+// last holds whole 64-byte stripes, and all of them at least XXH3's long input (scan_runs).
+uint64_t FrameEncoder::collect_fused(const std::vector<Run>& runs, uint64_t count, Hashes* hashes) {
   Scratch& s = *scratch_;
-  const uint64_t count = base.box.elements();
   const ChangedWords words{s.base_words.reserve(count + 32), s.target_words.reserve(count + 32)};
   s.base_stripes.start(count * 2);
   s.target_stripes.start(count * 2);
-  const uint64_t changed =
-      scan_and_hash(base.data, target.data, 0, count, s.positions.data(), &s.base_stripes, &s.target_stripes, words);
-  s.collector.add(base.data, target.data, s.positions.data(), changed, words);
-  *hashes = Hashes{s.base_stripes.finish(base.data), s.target_stripes.finish(target.data)};
+  uint64_t changed = 0, at = 0;
+  for (const Run& run : runs) {
+    uint32_t* found_at = s.positions.data() + changed;
+    const ChangedWords run_words{words.base + changed, words.target + changed};
+    const uint64_t found = scan_and_hash(run.base, run.target, 0, run.elements, found_at, &s.base_stripes,
+                                         &s.target_stripes, run_words, at);
+    if (at > 0) {
+      for (uint64_t j = 0; j < found; ++j) found_at[j] += static_cast<uint32_t>(at);
+    }
+    changed += found;
+    at += run.elements;
+  }
+  s.collector.add(nullptr, nullptr, s.positions.data(), changed, words);
+  if (runs.size() == 1) {
+    *hashes = Hashes{s.base_stripes.finish(runs[0].base), s.target_stripes.finish(runs[0].target)};
+    return changed;
+  }
+  alignas(64) uint8_t last_base[64], last_target[64];
+  last_stripe(runs.size(), [&](size_t k) { return std::pair(runs[k].base, runs[k].elements * 2); }, last_base);
+  last_stripe(runs.size(), [&](size_t k) { return std::pair(runs[k].target, runs[k].elements * 2); }, last_target);
+  *hashes = Hashes{s.base_stripes.finish_long(last_base), s.target_stripes.finish_long(last_target)};
   return changed;
 }
 
@@ -212,7 +232,7 @@ ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target
                     static_cast<double>(changed * base.width + 3)};
   if (options_.exhaustive) {  // replace the estimates by the sizes actually written
     for (int i = 0; i < kChoices; ++i) {
-      gather_words(base.data, target.data, base.width, choices[i].mode, positions, changed, s.words.data());
+      mode_words(choices[i].mode, base, target, positions, changed, s.words.data());
       build_values(choices[i].packing, s.words.data(), changed, base.width, &s.candidate);
       sizes[i] = measure(s.candidate, options_, &s.codec, &s.trial);
     }
@@ -226,6 +246,17 @@ ValueChoice FrameEncoder::choose_values(const Region& base, const Region& target
   return choices[best];
 }
 
+// Each change's word in `mode`: from the words the fused scan copied out where it did (the boxes are
+// not read again), else from the boxes.
+void FrameEncoder::mode_words(ValueMode mode, const Region& base, const Region& target, const uint32_t* positions,
+                              uint64_t changed, uint64_t* words) {
+  Scratch& s = *scratch_;
+  if (!s.words_copied) return gather_words(base.data, target.data, base.width, mode, positions, changed, words);
+  const uint16_t* old_words = s.base_words.data();
+  const uint16_t* new_words = s.target_words.data();
+  for (uint64_t j = 0; j < changed; ++j) words[j] = encode_word(mode, old_words[j], new_words[j], 2);
+}
+
 // The value section of the chosen mode and packing: ordered-delta tokens come ready from the
 // collector, other choices are built here.
 const Section& FrameEncoder::value_section(ValueChoice choice, const Region& base, const Region& target,
@@ -234,7 +265,7 @@ const Section& FrameEncoder::value_section(ValueChoice choice, const Region& bas
   if (choice.packing == ValuePacking::joint) return s.joint_values;
   if (choice.packing == ValuePacking::contexts) return s.context_values;
   if (choice.mode == delta_mode() && choice.packing == ValuePacking::tokens) return s.collector.delta_tokens();
-  gather_words(base.data, target.data, base.width, choice.mode, positions, changed, s.words.data());
+  mode_words(choice.mode, base, target, positions, changed, s.words.data());
   build_values(choice.packing, s.words.data(), changed, base.width, &s.best);
   return s.best;
 }
@@ -395,9 +426,9 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   return Status::ok();
 }
 
-// Checks a bundle's boxes, writes its box list stream into s.bundle and gathers each list of
-// regions (all holding the same boxes) into one dense buffer; *all is the bundle's box.
-Status FrameEncoder::gather_bundle(const std::vector<const std::vector<Region>*>& lists, uint64_t id, Box* all) {
+// Checks a bundle's boxes (each list of regions holds the same ones) and writes its box list stream
+// into s.bundle; *all is the bundle's box.
+Status FrameEncoder::start_bundle(const std::vector<const std::vector<Region>*>& lists, uint64_t id, Box* all) {
   const std::vector<Region>& first = *lists[0];
   DCR_REQUIRE(!first.empty() && first.size() <= kMaxBundleBoxes, Code::invalid_argument,
               "a bundle takes 1 to " + std::to_string(kMaxBundleBoxes) + " boxes; asked for " +
@@ -423,15 +454,6 @@ Status FrameEncoder::gather_bundle(const std::vector<const std::vector<Region>*>
   const Status disjoint = check_bundle_boxes(boxes, total);
   DCR_REQUIRE(disjoint.is_ok(), Code::invalid_argument, disjoint.message());
   DCR_REQUIRE(id <= UINT64_MAX - 1, Code::invalid_argument, "bundle id out of range");
-  std::vector<uint8_t>* buffers[] = {&s.bundle_base, &s.bundle_target};
-  for (size_t l = 0; l < lists.size(); ++l) {
-    buffers[l]->resize(total * width);
-    uint64_t at = 0;
-    for (const Region& r : *lists[l]) {
-      copy_out(r, buffers[l]->data() + at);
-      at += r.box.elements() * width;
-    }
-  }
   s.bundle.clear();
   StreamOptions options;
   options.try_zstd = true;
@@ -440,14 +462,77 @@ Status FrameEncoder::gather_bundle(const std::vector<const std::vector<Region>*>
   return Status::ok();
 }
 
+// Gathers each list of regions into one dense buffer (s.bundle_base, then s.bundle_target).
+void FrameEncoder::gather_bundle(const std::vector<const std::vector<Region>*>& lists, const Box& all) {
+  Scratch& s = *scratch_;
+  const unsigned width = (*lists[0])[0].width;
+  std::vector<uint8_t>* buffers[] = {&s.bundle_base, &s.bundle_target};
+  for (size_t l = 0; l < lists.size(); ++l) {
+    buffers[l]->resize(all.elements() * width);
+    uint64_t at = 0;
+    for (const Region& r : *lists[l]) {
+      copy_out(r, buffers[l]->data() + at);
+      at += r.box.elements() * width;
+    }
+  }
+}
+
+namespace {
+
+// A bundle's boxes as the runs of elements they lie in (a contiguous box is one run, else each
+// row is), when the fused scan can take them as they lie: 2-byte elements on a CPU with the fused
+// scan, every run but the last a whole number of 64-byte stripes, and at least XXH3's long input in
+// all (scan_and_hash). Otherwise the boxes are gathered into one copy.
+template <class Run>
+bool scan_runs(const std::vector<Region>& bases, const std::vector<Region>& targets, std::vector<Run>* runs) {
+  if (bases[0].width != 2 || !scan_and_hash_available(2)) return false;
+  uint64_t total = 0;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    const Region &b = bases[i], &t = targets[i];
+    const bool whole = b.contiguous() && t.contiguous();
+    const uint64_t rows = whole ? 1 : b.box.rows, elements = whole ? b.box.elements() : b.box.cols;
+    for (uint64_t r = 0; r < rows; ++r) runs->push_back(Run{b.row(r), t.row(r), elements});
+    total += b.box.elements();
+  }
+  for (size_t k = 0; k + 1 < runs->size(); ++k) {
+    if ((*runs)[k].elements % 32 != 0) return false;
+  }
+  return total * 2 >= StripeHash::kLongInput;
+}
+
+}  // namespace
+
+// The bundle's changes are found in its boxes as they lie; the frame is coded from the words the
+// scan copied out, so no copy of the boxes is made.
+Status FrameEncoder::encode_bundle_runs(const std::vector<Run>& runs, const Box& all, Versions versions,
+                                        std::vector<uint8_t>* frame, EncodeStats* stats) {
+  Scratch& s = *scratch_;
+  const uint64_t count = all.elements();
+  s.positions.reserve(count + kScanSlack);
+  s.collector.start(2, delta_mode(), count, count);
+  s.words_copied = true;
+  Hashes hashes;
+  const uint64_t changed = collect_fused(runs, count, &hashes);
+  s.collector.finish();
+  const Region words_only = dense_region(all, 2, nullptr);  // encode reads the copied-out words alone
+  return encode(words_only, words_only, s.positions.data(), changed, hashes, versions, frame, stats);
+}
+
 Status FrameEncoder::encode_bundle(const std::vector<Region>& bases, const std::vector<Region>& targets,
                                    Versions versions, std::vector<uint8_t>* frame, EncodeStats* stats, uint64_t id) {
   Scratch& s = *scratch_;
   Box all;
-  DCR_TRY(gather_bundle({&bases, &targets}, id, &all));
-  const unsigned width = bases[0].width;
-  const Status status = encode_delta(dense_region(all, width, s.bundle_base.data()),
-                                     dense_region(all, width, s.bundle_target.data()), versions, frame, stats);
+  DCR_TRY(start_bundle({&bases, &targets}, id, &all));
+  std::vector<Run> runs;
+  Status status;
+  if (scan_runs(bases, targets, &runs)) {
+    status = encode_bundle_runs(runs, all, versions, frame, stats);
+  } else {
+    gather_bundle({&bases, &targets}, all);
+    const unsigned width = bases[0].width;
+    status = encode_delta(dense_region(all, width, s.bundle_base.data()),
+                          dense_region(all, width, s.bundle_target.data()), versions, frame, stats);
+  }
   s.bundle.clear();
   return status;
 }
@@ -456,7 +541,8 @@ Status FrameEncoder::encode_full_bundle(const std::vector<Region>& targets, uint
                                         std::vector<uint8_t>* frame, EncodeStats* stats, uint64_t id) {
   Scratch& s = *scratch_;
   Box all;
-  DCR_TRY(gather_bundle({&targets}, id, &all));
+  DCR_TRY(start_bundle({&targets}, id, &all));
+  gather_bundle({&targets}, all);
   const Status status =
       encode_full(dense_region(all, targets[0].width, s.bundle_base.data()), target_version, frame, stats);
   s.bundle.clear();

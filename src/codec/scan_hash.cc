@@ -87,20 +87,22 @@ DCR_AVX512 inline void accumulate_stripe(SplitAcc& acc, __m512i stripe, uint64_t
   if (n == kStripesPerBlock - 1 && s / kStripesPerBlock < blocks) scramble(acc);
 }
 
-// The main loop over stripes [first, last) of `buffer`, with the accumulators in registers.
-DCR_AVX512 static void accumulate_stripes(uint64_t* acc_out, const uint8_t* buffer, uint64_t first, uint64_t last,
-                                          uint64_t blocks) {
+// The main loop over stripes [first, last) of the hashed bytes, with the accumulators in
+// registers; `buffer` holds them from stripe `at` on.
+DCR_AVX512 static void accumulate_stripes(uint64_t* acc_out, const uint8_t* buffer, uint64_t at, uint64_t first,
+                                          uint64_t last, uint64_t blocks) {
   SplitAcc acc = load_acc(acc_out);
   for (uint64_t s = first; s < last; ++s) {
-    accumulate_stripe(acc, _mm512_loadu_si512(buffer + s * XXH_STRIPE_LEN), s, blocks);
+    accumulate_stripe(acc, _mm512_loadu_si512(buffer + (s - at) * XXH_STRIPE_LEN), s, blocks);
   }
   store_acc(acc, acc_out);
 }
 #endif
 
-void StripeHash::feed(const uint8_t* buffer, uint64_t begin, uint64_t end) {
+void StripeHash::feed(const uint8_t* buffer, uint64_t begin, uint64_t end, uint64_t offset) {
 #if defined(__x86_64__)
-  accumulate_stripes(acc_, buffer, begin / XXH_STRIPE_LEN, std::min(stripes_, end / XXH_STRIPE_LEN), blocks_);
+  accumulate_stripes(acc_, buffer, offset / XXH_STRIPE_LEN, (offset + begin) / XXH_STRIPE_LEN,
+                     std::min(stripes_, (offset + end) / XXH_STRIPE_LEN), blocks_);
 #endif
 }
 
@@ -118,6 +120,7 @@ DCR_AVX512_VBMI inline void stage_words(uint16_t* out, __mmask32 mask, __m512i c
 struct StripeHook {
   SplitAcc base_acc;
   SplitAcc target_acc;
+  uint64_t first;  // the stripe of the hashed whole that the scanned buffer's chunk 0 is
   uint64_t stripes;
   uint64_t blocks;
   uint16_t* base_words;
@@ -125,9 +128,9 @@ struct StripeHook {
   DCR_AVX512_VBMI void operator()(uint64_t c, __m512i base_chunk, __m512i target_chunk, __mmask32 mask, uint64_t j) {
     stage_words(base_words + j, mask, base_chunk);
     stage_words(target_words + j, mask, target_chunk);
-    if (c >= stripes) return;
-    accumulate_stripe(base_acc, base_chunk, c, blocks);
-    accumulate_stripe(target_acc, target_chunk, c, blocks);
+    if (first + c >= stripes) return;
+    accumulate_stripe(base_acc, base_chunk, first + c, blocks);
+    accumulate_stripe(target_acc, target_chunk, first + c, blocks);
   }
 };
 
@@ -143,9 +146,11 @@ __attribute__((flatten)) DCR_AVX512_VBMI uint64_t scan_hooked(const uint8_t* bas
 #endif
 
 uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
-                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash, ChangedWords words) {
+                       uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash, ChangedWords words,
+                       uint64_t offset) {
 #if defined(__x86_64__)
   StripeHook hook;
+  hook.first = offset / 32;
   hook.base_words = words.base;
   hook.target_words = words.target;
   hook.base_acc = load_acc(base_hash->acc_);

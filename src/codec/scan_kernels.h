@@ -37,6 +37,12 @@ struct NoChunkHook {
   DCR_AVX512 void operator()(uint64_t, __m512i, __m512i, __mmask32, uint64_t) {}
 };
 
+// How far ahead the 2-byte scan asks for both copies' lines. The hardware streams one copy well
+// but two read together (with the scan's stores between) less so: asking 256 bytes ahead took the
+// fused scan of a 5.4 MB model from memory from 0.58 to 0.51-0.52 ms, and of the 124.7 M-element
+// bench model from 21.6-23.4 to 19.4-20.3 ms (1024 and 4096 bytes: no better).
+constexpr uint64_t kScanPrefetchBytes = 256;
+
 // 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
 // instruction and one store (half the work of two 16-lane compresses), staged per run of
 // kStageElements and widened to positions afterwards. hook(c, base chunk, target chunk, mask, j)
@@ -56,6 +62,8 @@ DCR_AVX512_VBMI uint64_t scan_w2_vbmi2(const uint8_t* base, const uint8_t* targe
                                        12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     uint64_t staged = 0;
     for (uint64_t c = run; c < run_end; ++c) {
+      _mm_prefetch(reinterpret_cast<const char*>(base + c * 64 + kScanPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(target + c * 64 + kScanPrefetchBytes), _MM_HINT_T0);
       const __m512i x = _mm512_loadu_si512(base + c * 64), y = _mm512_loadu_si512(target + c * 64);
       const __mmask32 mask = _mm512_cmpneq_epi16_mask(x, y);
       hook(c, x, y, mask, changed + staged);

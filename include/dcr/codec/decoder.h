@@ -43,6 +43,8 @@ struct DecodedFrame {
   std::vector<uint64_t> words;      // one per position, meaning given by header.value_mode
 };
 
+struct ElementRun;
+
 class FrameDecoder {
  public:
   FrameDecoder();
@@ -70,6 +72,8 @@ class FrameDecoder {
   Status read_bundle(const uint8_t* frame, FrameHeader* header, const uint8_t** payload);
   Status open_changes(const uint8_t* payload, DecodedFrame* out, const Region* base);
   Status apply_payload(const uint8_t* payload, const Region& box, ApplyOutcome* outcome);
+  Status apply_changes(const uint8_t* payload, const Region* base, const std::vector<ElementRun>& runs,
+                       ApplyOutcome* outcome);
   Status apply_copy(const uint8_t* payload, const Region& box, ApplyOutcome* outcome);
   StreamCodec codec_;
   std::unique_ptr<ChangeReader> changes_;

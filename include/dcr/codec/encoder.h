@@ -98,9 +98,15 @@ class FrameEncoder {
   struct Hashes {
     uint64_t base, target;
   };
+  // Base and target bits of `elements` consecutive elements: a box's, or one of a bundle's.
+  struct Run {
+    const uint8_t* base;
+    const uint8_t* target;
+    uint64_t elements;
+  };
   ValueMode delta_mode() const;
   // Find the changed positions (and hand the changes to the collector) with both hashes.
-  uint64_t collect_fused(const Region& base, const Region& target, Hashes* hashes);
+  uint64_t collect_fused(const std::vector<Run>& runs, uint64_t count, Hashes* hashes);
   uint64_t collect_by_block(const Region& base, const Region& target, Hashes* hashes);
   PosCoding choose_positions(uint64_t count, const uint32_t* positions, uint64_t changed);
   ValueChoice choose_values(const Region& base, const Region& target, const uint32_t* positions,
@@ -113,7 +119,12 @@ class FrameEncoder {
                             uint64_t changed);
   bool joint_pays(PosCoding pos, ValueChoice values, const Region& base, const Region& target,
                   const uint32_t* positions, uint64_t changed);
-  Status gather_bundle(const std::vector<const std::vector<Region>*>& lists, uint64_t id, Box* all);
+  void mode_words(ValueMode mode, const Region& base, const Region& target, const uint32_t* positions,
+                  uint64_t changed, uint64_t* words);
+  Status start_bundle(const std::vector<const std::vector<Region>*>& lists, uint64_t id, Box* all);
+  void gather_bundle(const std::vector<const std::vector<Region>*>& lists, const Box& all);
+  Status encode_bundle_runs(const std::vector<Run>& runs, const Box& all, Versions versions,
+                            std::vector<uint8_t>* frame, EncodeStats* stats);
   double choose_contexts(const Region& base, const uint32_t* positions, uint64_t changed);
   bool contexts_pay(PosCoding pos, ValueChoice values, const Region& base, const uint32_t* positions,
                     uint64_t changed);
