@@ -59,12 +59,25 @@ with open(os.path.join(d, "plots", "codec-bytes.csv"), "w") as out:
         out.write("%s (%.2f%%),%.6f,%.6f,%.6f,%.6f\n" % (
             r["case"].split(" ")[0], 100 * r["change_rate"], r["wire_bytes"] / 1e6, r["entropy_bound_bytes"] / 1e6,
             r["nemo_style_bytes"] / 1e6, r["pulse_style_bytes"] / 1e6))
+def spread(r, key, fast, slow):  # results from before per-repetition ratios plot the ratio of the medians
+    s = r.get(key) or {"median": r[fast] / r[slow], "min": r[fast] / r[slow], "max": r[fast] / r[slow]}
+    return s["median"], s["min"], s["max"]
+nan = float("nan")
 with open(os.path.join(d, "plots", "codec-speed.csv"), "w") as out:
-    out.write("# case,encode_gbps,apply_gbps,memcpy_gbps,hash_gbps\n")
-    for r in records:  # results from before hash_gbps was measured plot without that bar
-        out.write("%s (%.2f%%),%.4f,%.4f,%.4f,%.4f\n" % (
-            r["case"].split(" ")[0], 100 * r["change_rate"], r["encode_gbps"], r["apply_gbps"], r["memcpy_gbps"],
-            r.get("hash_gbps", float("nan"))))
+    out.write("# case,encode_gbps,apply_gbps,memcpy_gbps,hash_gbps,threaded_encode_gbps,threaded_memcpy_gbps,"
+              "encode_to_memcpy median,min,max,apply_to_memcpy median,min,max,threaded_encode_to_memcpy median,min,max\n")
+    for r in records:  # results from before hash_gbps or threads were measured plot without those bars
+        threaded = r.get("threaded_encode_to_memcpy")
+        row = [r["encode_gbps"], r["apply_gbps"], r["memcpy_gbps"], r.get("hash_gbps", nan),
+               r.get("threaded_encode_gbps", nan), r.get("threaded_memcpy_gbps", nan)]
+        row += spread(r, "encode_to_memcpy", "encode_gbps", "memcpy_gbps")
+        row += spread(r, "apply_to_memcpy", "apply_gbps", "memcpy_gbps")
+        row += (threaded["median"], threaded["min"], threaded["max"]) if threaded else (nan, nan, nan)
+        out.write("%s (%.2f%%),%s\n" % (r["case"].split(" ")[0], 100 * r["change_rate"],
+                                         ",".join("%.4f" % v for v in row)))
+threads = max((r.get("encode_threads", 1) for r in records), default=1)
+with open(os.path.join(d, "plots", "codec-threads.txt"), "w") as out:
+    out.write("%d\n" % threads)
 print(len(records))
 PY
 }
@@ -78,6 +91,8 @@ fi
 if [ -f "$dir/codec.json" ]; then
   cases=$(codec_csv "$dir")
   gnuplot -e "data='$dir/plots/codec-bytes.csv'; bars=$cases; out='$dir/codec-bytes.png'" "$here/plot_codec_bytes.gp"
-  gnuplot -e "data='$dir/plots/codec-speed.csv'; bars=$cases; out='$dir/codec-speed.png'" "$here/plot_codec_speed.gp"
+  threads=$(cat "$dir/plots/codec-threads.txt")
+  gnuplot -e "data='$dir/plots/codec-speed.csv'; bars=$cases; threads=$threads; out='$dir/codec-speed.png'" \
+    "$here/plot_codec_speed.gp"
   echo "$dir/codec-bytes.png $dir/codec-speed.png"
 fi

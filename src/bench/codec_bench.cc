@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/log.h"
+#include "dcr/core/ordered_pool.h"
 #include "dcr/model/change_model.h"
 #include "dcr/model/presets.h"
 #include "dcr/model/real_weights.h"
@@ -79,56 +81,68 @@ Region tensor_region(const Manifest& manifest, const Bits& bits, const Box& fram
   return part;
 }
 
+// The times of one repetition's passes, in the order they ran.
+struct RepTimes {
+  double memcpy, encode, reset, apply, hash;    // reset: the memcpy that gives apply its base
+  double memcpy_beside = 0, threaded_encode = 0, threaded_memcpy = 0;  // with encode threads
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Speed of pass `a` over speed of pass `b` (time b / time a), one ratio per repetition.
+Spread spread_of(const std::vector<RepTimes>& reps, double RepTimes::*a, double RepTimes::*b) {
+  std::vector<double> ratios;
+  for (const RepTimes& t : reps) ratios.push_back(t.*b / t.*a);
+  return {median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+          *std::max_element(ratios.begin(), ratios.end())};
+}
+
+double median_gbps(uint64_t bytes, const std::vector<RepTimes>& reps, double RepTimes::*pass) {
+  std::vector<double> times;
+  for (const RepTimes& t : reps) times.push_back(t.*pass);
+  return bytes / median(times) / 1e9;
+}
+
 // Everything measured for one change case, from the same base and target bits.
 class CaseRunner {
  public:
   CaseRunner(const Manifest& manifest, const CodecBenchOptions& options)
       : manifest_(manifest), options_(options),
         slots_(cut_frames(manifest, options.frame_elements, options.bundle_below)),
-        wire_(slots_.size()) {
+        wire_(slots_.size()), threaded_wire_(slots_.size()) {
     EncodeOptions encode_options;
     encode_options.exhaustive = options.exhaustive;
-    encoder_.set_options(encode_options);
+    encode_options.contexts = options.contexts;
+    for (int i = 0; i < std::max(options.encode_threads, 1); ++i) {
+      encoders_.push_back(std::make_unique<FrameEncoder>(encode_options));
+    }
   }
 
-  // Encode, apply and memcpy take turns within each repetition, so a machine that speeds up or
-  // slows down mid-run moves all three together; the fastest repetition of each counts. Each timed
-  // pass starts with the model out of the caches (as it is for a trainer or rollout between steps).
+  // Encode, apply and memcpy take turns within each repetition, and each speed is taken as a ratio
+  // to the memcpy timed just before it, so a machine that speeds up or slows down mid-run moves
+  // both sides of a ratio together. Each timed pass starts with the model out of the caches (as it
+  // is for a trainer or rollout between steps).
   Status run(const std::string& name, const Bits& base, const Bits& target, CodecBenchRecord* r) {
     r->name = name;
     r->frames = slots_.size();
     r->model_bytes = manifest_.total_bytes();
+    r->encode_threads = threads();
     std::map<std::string, int> modes;
     position_bytes_ = value_bytes_ = 0;
-    DCR_TRY(encode_once(base, target, &modes));  // warm-up: buffers allocated and touched
+    DCR_TRY(encode_with_stats(base, target, &modes));  // warm-up: buffers allocated and touched
     record_wire(modes, r);
+    if (threads() > 1) DCR_TRY(encode_all(base, target, threads(), &threaded_wire_));
     Bits dst, copy;
-    copy_bits(base, &copy);
-    double encode = 1e30, apply = 1e30, memcpy = 1e30, hash = 1e30;
-    for (int rep = 0; rep < options_.repetitions; ++rep) {
-      evict_caches();
-      auto start = Clock::now();
-      copy_bits(base, &copy);
-      memcpy = std::min(memcpy, seconds_since(start));
-      evict_caches();
-      start = Clock::now();
-      hash_sink_ += hash_frames(base, target);
-      hash = std::min(hash, seconds_since(start));
-      evict_caches();
-      start = Clock::now();
-      DCR_TRY(encode_once(base, target, nullptr));
-      encode = std::min(encode, seconds_since(start));
-      copy_bits(base, &dst);
-      evict_caches();
-      start = Clock::now();
-      DCR_TRY(apply_once(&dst));
-      apply = std::min(apply, seconds_since(start));
-    }
-    r->encode_gbps = r->model_bytes / encode / 1e9;
-    r->apply_gbps = r->model_bytes / apply / 1e9;
-    r->memcpy_gbps = r->model_bytes / memcpy / 1e9;
-    r->hash_gbps = r->model_bytes / hash / 1e9;
-    r->bitexact = true;
+    copy_bits(base, &copy, 1);
+    copy_bits(base, &dst, 1);
+    std::vector<RepTimes> reps(options_.repetitions);
+    for (RepTimes& t : reps) DCR_TRY(time_repetition(base, target, &copy, &dst, &t));
+    record_speed(reps, r);
+    r->bitexact = threaded_wire_ == wire_ || threads() == 1;  // threads change no frame's bytes
     for (size_t t = 0; t < dst.size(); ++t) {
       r->bitexact = r->bitexact && hash64(dst[t].data(), dst[t].size()) == hash64(target[t].data(), target[t].size()) &&
                     dst[t] == target[t];
@@ -138,21 +152,80 @@ class CaseRunner {
   }
 
  private:
-  Status encode_once(const Bits& base, const Bits& target, std::map<std::string, int>* modes) {
+  int threads() const { return static_cast<int>(encoders_.size()); }
+
+  template <class Pass>
+  double timed(Pass&& pass) {
+    evict_caches();
+    const auto start = Clock::now();
+    pass();
+    return seconds_since(start);
+  }
+
+  Status time_repetition(const Bits& base, const Bits& target, Bits* copy, Bits* dst, RepTimes* t) {
+    Status status;
+    t->memcpy = timed([&] { copy_bits(base, copy, 1); });
+    t->encode = timed([&] { status = encode_all(base, target, 1, &wire_); });
+    DCR_TRY(status);
+    t->reset = timed([&] { copy_bits(base, dst, 1); });
+    t->apply = timed([&] { status = apply_once(dst); });
+    DCR_TRY(status);
+    t->hash = timed([&] { hash_sink_ += hash_frames(base, target); });
+    if (threads() == 1) return Status::ok();
+    t->memcpy_beside = timed([&] { copy_bits(base, copy, 1); });
+    t->threaded_encode = timed([&] { status = encode_all(base, target, threads(), &threaded_wire_); });
+    DCR_TRY(status);
+    t->threaded_memcpy = timed([&] { copy_bits(base, copy, threads()); });
+    return Status::ok();
+  }
+
+  void record_speed(const std::vector<RepTimes>& reps, CodecBenchRecord* r) const {
+    const uint64_t bytes = r->model_bytes;
+    r->encode_gbps = median_gbps(bytes, reps, &RepTimes::encode);
+    r->apply_gbps = median_gbps(bytes, reps, &RepTimes::apply);
+    r->memcpy_gbps = median_gbps(bytes, reps, &RepTimes::memcpy);
+    r->hash_gbps = median_gbps(bytes, reps, &RepTimes::hash);
+    r->encode_ratio = spread_of(reps, &RepTimes::encode, &RepTimes::memcpy);
+    r->apply_ratio = spread_of(reps, &RepTimes::apply, &RepTimes::reset);
+    std::vector<double> copies;
+    for (const RepTimes& t : reps) {
+      copies.insert(copies.end(), {t.memcpy, t.reset});
+      if (t.memcpy_beside > 0) copies.push_back(t.memcpy_beside);
+    }
+    const auto [fastest, slowest] = std::minmax_element(copies.begin(), copies.end());
+    r->memcpy_variation = *slowest / *fastest - 1;
+    if (threads() == 1) return;
+    r->threaded_encode_gbps = median_gbps(bytes, reps, &RepTimes::threaded_encode);
+    r->threaded_memcpy_gbps = median_gbps(bytes, reps, &RepTimes::threaded_memcpy);
+    r->threaded_encode_ratio = spread_of(reps, &RepTimes::threaded_encode, &RepTimes::memcpy_beside);
+    r->threaded_encode_to_threaded_memcpy = spread_of(reps, &RepTimes::threaded_encode, &RepTimes::threaded_memcpy);
+  }
+
+  Status encode_slot(const Bits& base, const Bits& target, size_t i, FrameEncoder* encoder,
+                     std::vector<uint8_t>* frame, EncodeStats* stats) {
+    const Slot& slot = slots_[i];
+    EncodeOptions o = encoder->options();
+    set_dtype(manifest_.tensors[slot[0].tensor].dtype, &o);
+    encoder->set_options(o);
+    if (slot.size() == 1) {
+      return encoder->encode_delta(tensor_region(manifest_, base, slot[0]), tensor_region(manifest_, target, slot[0]),
+                                   {0, 1}, frame, stats);
+    }
+    return encoder->encode_bundle(regions(base, slot), regions(target, slot), {0, 1}, frame, stats);
+  }
+
+  // Every frame, on `threads` encoders (frames in flight, run_ordered).
+  Status encode_all(const Bits& base, const Bits& target, int threads, Bits* wire) {
+    return run_ordered(
+        slots_.size(), threads, slots_.size(),
+        [&](size_t i, int w) { return encode_slot(base, target, i, encoders_[w].get(), &(*wire)[i], nullptr); },
+        [](size_t) { return Status::ok(); });
+  }
+
+  Status encode_with_stats(const Bits& base, const Bits& target, std::map<std::string, int>* modes) {
     for (size_t i = 0; i < slots_.size(); ++i) {
-      const Slot& slot = slots_[i];
-      EncodeOptions o = encoder_.options();
-      set_dtype(manifest_.tensors[slot[0].tensor].dtype, &o);
-      o.contexts = options_.contexts;
-      encoder_.set_options(o);
       EncodeStats stats;
-      if (slot.size() == 1) {
-        DCR_TRY(encoder_.encode_delta(tensor_region(manifest_, base, slot[0]), tensor_region(manifest_, target, slot[0]),
-                                      {0, 1}, &wire_[i], &stats));
-      } else {
-        DCR_TRY(encoder_.encode_bundle(regions(base, slot), regions(target, slot), {0, 1}, &wire_[i], &stats));
-      }
-      if (modes == nullptr) continue;
+      DCR_TRY(encode_slot(base, target, i, encoders_[0].get(), &wire_[i], &stats));
       ++(*modes)[std::string(value_mode_name(stats.value_mode)) + "/" + value_packing_name(stats.value_packing)];
       position_bytes_ += stats.position_bytes;
       value_bytes_ += stats.value_bytes;
@@ -210,12 +283,25 @@ class CaseRunner {
     evict_sink_ += sum;
   }
 
-  static void copy_bits(const Bits& from, Bits* to) {
+  // A plain copy of every tensor; on several threads, each copies an equal run of the model's bytes.
+  static void copy_bits(const Bits& from, Bits* to, int threads) {
     to->resize(from.size());
+    uint64_t total = 0;
     for (size_t t = 0; t < from.size(); ++t) {
       (*to)[t].resize(from[t].size());
-      std::memcpy((*to)[t].data(), from[t].data(), from[t].size());
+      total += from[t].size();
     }
+    auto copy_run = [&](uint64_t lo, uint64_t hi) {  // model bytes [lo, hi)
+      uint64_t at = 0;
+      for (size_t t = 0; t < from.size() && at < hi; at += from[t].size(), ++t) {
+        const uint64_t begin = std::max(lo, at), end = std::min(hi, at + from[t].size());
+        if (begin < end) std::memcpy((*to)[t].data() + (begin - at), from[t].data() + (begin - at), end - begin);
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (int k = 1; k < threads; ++k) helpers.emplace_back(copy_run, total * k / threads, total * (k + 1) / threads);
+    copy_run(0, total / std::max(threads, 1));
+    for (std::thread& h : helpers) h.join();
   }
 
   void analyse(const Bits& base, const Bits& target, CodecBenchRecord* r) {
@@ -251,9 +337,10 @@ class CaseRunner {
   const Manifest& manifest_;
   const CodecBenchOptions& options_;
   std::vector<Slot> slots_;
-  std::vector<std::vector<uint8_t>> wire_;
+  Bits wire_;
   uint64_t position_bytes_ = 0, value_bytes_ = 0;  // of the wire, by section
-  FrameEncoder encoder_;
+  std::vector<std::unique_ptr<FrameEncoder>> encoders_;  // one per encode thread
+  Bits threaded_wire_;  // the frames the threaded encode wrote: the same bytes as wire_
   FrameDecoder decoder_;
   std::vector<uint8_t> evict_;
   volatile uint64_t evict_sink_ = 0;
@@ -329,6 +416,8 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
   DCR_REQUIRE(options.frame_elements > 0 && options.frame_elements <= kMaxFrameElements, Code::invalid_argument,
               "--frame-elements must be in [1, 2^32-1]");
   DCR_REQUIRE(options.repetitions >= 1, Code::invalid_argument, "--reps must be at least 1");
+  DCR_REQUIRE(options.encode_threads >= 1 && options.encode_threads <= 64, Code::invalid_argument,
+              "--encode-threads must be in [1, 64]");
   if (!options.checkpoints.empty()) return run_checkpoint_cases(options, report);
   Manifest manifest;
   DCR_TRY(make_preset(options.model, &manifest));
@@ -374,25 +463,28 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
   return Status::ok();
 }
 
-void print_codec_bench(const CodecBenchReport& report) {
-  std::printf("model %s, master weights: %s, frames of up to %llu elements\n", report.model.c_str(),
-              report.weights.c_str(), static_cast<unsigned long long>(report.frame_elements));
-  std::printf("%-12s %7s %10s %7s %10s %6s %9s %9s %6s %10s %6s %10s %6s %7s %7s %7s %7s %5s %5s %5s %s\n", "case",
-              "changed", "wire MB", "B/chg", "bound MB", "ratio", "ulp MB", "exp MB", "w/exp", "nemo MB", "x",
-              "pulse MB", "x", "enc GB/s",
-              "app GB/s", "cpy GB/s", "hsh GB/s", "enc/c", "app/c", "enc/h", "bitexact");
+namespace {
+
+// Above this spread of memcpy times the machine was not quiet enough to trust a single figure.
+constexpr double kMemcpyVariationWarning = 0.2;
+
+std::string spread_text(const Spread& s) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.2f [%.2f-%.2f]", s.median, s.min, s.max);
+  return text;
+}
+
+void print_bytes_table(const CodecBenchReport& report) {
+  std::printf("%-12s %7s %10s %7s %10s %6s %9s %9s %6s %10s %6s %10s %6s %s\n", "case", "changed", "wire MB", "B/chg",
+              "bound MB", "ratio", "ulp MB", "exp MB", "w/exp", "nemo MB", "x", "pulse MB", "x", "bitexact");
   for (const CodecBenchRecord& r : report.records) {
-    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %9.3f %9.3f %6.3f %10.3f %6.2f %10.3f %6.2f %7.2f %7.2f %7.2f "
-                "%7.2f %5.2f %5.2f %5.2f %s\n",
+    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %9.3f %9.3f %6.3f %10.3f %6.2f %10.3f %6.2f %s\n",
                 r.name.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6,
                 r.changed ? double(r.wire_bytes) / r.changed : 0.0, r.entropy_bound_bytes / 1e6,
                 r.wire_bytes / r.entropy_bound_bytes, r.entropy_bound_delta_bytes / 1e6,
                 r.entropy_bound_exponent_bytes / 1e6, r.wire_bytes / r.entropy_bound_exponent_bytes,
-                r.nemo_style_bytes / 1e6,
-                double(r.nemo_style_bytes) / r.wire_bytes, r.pulse_style_bytes / 1e6,
-                double(r.pulse_style_bytes) / r.wire_bytes, r.encode_gbps, r.apply_gbps, r.memcpy_gbps, r.hash_gbps,
-                r.encode_gbps / r.memcpy_gbps, r.apply_gbps / r.memcpy_gbps, r.encode_gbps / r.hash_gbps,
-                r.bitexact ? "yes" : "NO");
+                r.nemo_style_bytes / 1e6, double(r.nemo_style_bytes) / r.wire_bytes, r.pulse_style_bytes / 1e6,
+                double(r.pulse_style_bytes) / r.wire_bytes, r.bitexact ? "yes" : "NO");
   }
   for (const CodecBenchRecord& r : report.records) {
     std::printf("%-12s wire: headers %.1f%%, positions %.1f%%, values %.1f%% (%.2f bits a change); frames %s\n",
@@ -400,11 +492,61 @@ void print_codec_bench(const CodecBenchReport& report) {
                 100.0 * r.value_bytes / r.wire_bytes, r.changed ? 8.0 * r.value_bytes / r.changed : 0.0,
                 r.choices.c_str());
   }
+}
+
+void print_speed_table(const CodecBenchReport& report) {
+  const int threads = report.records.empty() ? 1 : report.records[0].encode_threads;
+  std::printf("\n%-12s %8s %8s %8s %8s %-18s %-18s %6s", "case", "enc GB/s", "app GB/s", "cpy GB/s", "hsh GB/s",
+              "enc/cpy", "app/cpy", "enc/h");
+  if (threads > 1) {
+    std::printf(" %8s %8s %-18s %-18s", ("enc" + std::to_string(threads) + " GB/s").c_str(),
+                ("cpy" + std::to_string(threads) + " GB/s").c_str(), ("enc" + std::to_string(threads) + "/cpy").c_str(),
+                ("enc" + std::to_string(threads) + "/cpy" + std::to_string(threads)).c_str());
+  }
+  std::printf("\n");
+  for (const CodecBenchRecord& r : report.records) {
+    std::printf("%-12s %8.2f %8.2f %8.2f %8.2f %-18s %-18s %6.2f", r.name.c_str(), r.encode_gbps, r.apply_gbps,
+                r.memcpy_gbps, r.hash_gbps, spread_text(r.encode_ratio).c_str(), spread_text(r.apply_ratio).c_str(),
+                r.encode_gbps / r.hash_gbps);
+    if (threads > 1) {
+      std::printf(" %8.2f %8.2f %-18s %-18s", r.threaded_encode_gbps, r.threaded_memcpy_gbps,
+                  spread_text(r.threaded_encode_ratio).c_str(),
+                  spread_text(r.threaded_encode_to_threaded_memcpy).c_str());
+    }
+    std::printf("\n");
+  }
+  for (const CodecBenchRecord& r : report.records) {
+    if (r.memcpy_variation > kMemcpyVariationWarning) {
+      std::printf("%-12s warning: memcpy varied %.0f%% across repetitions; the machine is not quiet, so read its "
+                  "ratios with care\n", r.name.c_str(), 100 * r.memcpy_variation);
+    }
+  }
+}
+
+}  // namespace
+
+void print_codec_bench(const CodecBenchReport& report) {
+  std::printf("model %s, master weights: %s, frames of up to %llu elements\n", report.model.c_str(),
+              report.weights.c_str(), static_cast<unsigned long long>(report.frame_elements));
+  print_bytes_table(report);
+  print_speed_table(report);
   std::printf("bound: positions H(p) bits per element + values at the empirical entropy of their XOR masks;\n"
               "ulp: the same with ordered (ulp) deltas; exp: ulp deltas given the base value's exponent; w/exp = wire / exp;\n"
-              "ratio = wire / bound; x = reference bytes / dcr bytes; GB/s = model bytes per second, one thread;\n"
+              "ratio = wire / bound; x = reference bytes / dcr bytes;\n"
+              "GB/s = model bytes per second, one thread, median over repetitions; enc/cpy, app/cpy: each\n"
+              "repetition's encode (apply) speed over the memcpy timed just before it, median [min-max];\n"
               "hsh = XXH3 of each frame's base and target bits (the header's two hashes: what encode must read).\n");
+  if (!report.records.empty() && report.records[0].encode_threads > 1) {
+    std::printf("encN: encode on N threads (frames in flight); cpyN: memcpy split over N threads; encN/cpy against\n"
+                "one thread's memcpy timed beside it; encN/cpyN against the N-thread memcpy.\n");
+  }
 }
+
+namespace {
+
+nlohmann::json spread_json(const Spread& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+}  // namespace
 
 Status write_codec_bench_json(const CodecBenchReport& report, const std::string& path) {
   nlohmann::json records = nlohmann::json::array();
@@ -421,7 +563,16 @@ Status write_codec_bench_json(const CodecBenchReport& report, const std::string&
                        {"encode_gbps", r.encode_gbps}, {"apply_gbps", r.apply_gbps},
                        {"memcpy_gbps", r.memcpy_gbps}, {"hash_gbps", r.hash_gbps}, {"bitexact", r.bitexact},
                        {"header_bytes", r.header_bytes}, {"position_bytes", r.position_bytes},
-                       {"value_bytes", r.value_bytes}, {"value_modes", r.choices}});
+                       {"value_bytes", r.value_bytes}, {"value_modes", r.choices},
+                       {"encode_to_memcpy", spread_json(r.encode_ratio)},
+                       {"apply_to_memcpy", spread_json(r.apply_ratio)}, {"memcpy_variation", r.memcpy_variation},
+                       {"encode_threads", r.encode_threads}});
+    if (r.encode_threads > 1) {
+      records.back().update({{"threaded_encode_gbps", r.threaded_encode_gbps},
+                             {"threaded_memcpy_gbps", r.threaded_memcpy_gbps},
+                             {"threaded_encode_to_memcpy", spread_json(r.threaded_encode_ratio)},
+                             {"threaded_encode_to_threaded_memcpy", spread_json(r.threaded_encode_to_threaded_memcpy)}});
+    }
   }
   const nlohmann::json doc = {{"benchmark", "codec"}, {"model", report.model}, {"weights", report.weights},
                               {"frame_elements", report.frame_elements}, {"records", records}};

@@ -37,7 +37,10 @@ int run_codec(int argc, char** argv) {
        "tensors with fewer elements share bundle frames of up to --frame-elements (0: every tensor its own frames)")
       ("contexts", po::value(&o.contexts)->default_value(o.contexts),
        "let value tokens go by the base value's exponent where that is smaller (value packing contexts)")
-      ("reps", po::value(&o.repetitions)->default_value(o.repetitions), "timed passes per case (fastest counts)")
+      ("reps", po::value(&o.repetitions)->default_value(o.repetitions),
+       "timed passes per case (speeds: medians over them, ratios paired within each)")
+      ("encode-threads", po::value(&o.encode_threads)->default_value(o.encode_threads),
+       "also encode on this many threads, frames in flight, beside a memcpy on as many")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the change model")
       ("checkpoints", po::value(&o.checkpoints),
        "benchmark consecutive pairs of real checkpoints instead of the change model: a glob of HF checkpoint "

@@ -69,11 +69,46 @@ TEST(CodecBench, JsonCarriesEveryReportedKey) {
   EXPECT_EQ(doc["model"], "tiny");
   ASSERT_EQ(doc["records"].size(), 1u);
   for (const char* key : {"change_rate", "wire_bytes", "entropy_bound_bytes", "ratio_to_bound", "nemo_style_bytes",
-                          "pulse_style_bytes", "encode_gbps", "apply_gbps", "memcpy_gbps", "hash_gbps", "bitexact"}) {
+                          "pulse_style_bytes", "encode_gbps", "apply_gbps", "memcpy_gbps", "hash_gbps", "bitexact",
+                          "memcpy_variation", "encode_threads"}) {
     EXPECT_TRUE(doc["records"][0].contains(key)) << key;
   }
+  for (const char* key : {"encode_to_memcpy", "apply_to_memcpy"}) {
+    const nlohmann::json& spread = doc["records"][0][key];
+    EXPECT_LE(spread["min"].get<double>(), spread["median"].get<double>()) << key;
+    EXPECT_LE(spread["median"].get<double>(), spread["max"].get<double>()) << key;
+  }
+  EXPECT_FALSE(doc["records"][0].contains("threaded_encode_gbps"));  // one encode thread asked for
   EXPECT_EQ(doc["records"][0]["bitexact"], true);
   std::remove(path.c_str());
+}
+
+// With encode threads the bench also encodes on them, frames in flight: the frames are the same
+// bytes as one thread's (bit-exact says so), and each repetition pairs its speeds with a memcpy.
+TEST(CodecBench, ThreadedEncodeWritesTheSameFramesAndPairsEachRepetition) {
+  CodecBenchOptions o = tiny_options();
+  o.rates = {3};
+  o.uniform = false;
+  o.repetitions = 3;
+  o.encode_threads = 2;
+  CodecBenchReport report;
+  const Status s = run_codec_bench(o, &report);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_EQ(report.records.size(), 1u);
+  const CodecBenchRecord& r = report.records[0];
+  EXPECT_TRUE(r.bitexact);
+  EXPECT_EQ(r.encode_threads, 2);
+  EXPECT_GT(r.threaded_encode_gbps, 0);
+  EXPECT_GT(r.threaded_memcpy_gbps, 0);
+  for (const Spread& spread : {r.encode_ratio, r.apply_ratio, r.threaded_encode_ratio,
+                               r.threaded_encode_to_threaded_memcpy}) {
+    EXPECT_GT(spread.min, 0);
+    EXPECT_LE(spread.min, spread.median);
+    EXPECT_LE(spread.median, spread.max);
+  }
+  EXPECT_GE(r.memcpy_variation, 0);
+  o.encode_threads = 0;
+  EXPECT_EQ(run_codec_bench(o, &report).code(), Code::invalid_argument);
 }
 
 // Three HF checkpoints of the tiny preset, 3% of values changed a step: `dir`/step-0..2.
@@ -83,7 +118,9 @@ void write_checkpoints(const std::filesystem::path& dir) {
   std::unique_ptr<ChangeModel> model;
   ASSERT_TRUE(ChangeModel::create(m, {}, &model).is_ok());
   for (int step = 0; step < 3; ++step) {
-    if (step > 0) ASSERT_TRUE(model->step(model->tune_lr(0.03)).is_ok());
+    if (step > 0) {
+      ASSERT_TRUE(model->step(model->tune_lr(0.03)).is_ok());
+    }
     const std::filesystem::path at = dir / ("step-" + std::to_string(step));
     std::filesystem::create_directories(at);
     std::ofstream(at / "config.json") << R"({"model_type": "llama"})";

@@ -20,11 +20,17 @@ struct CodecBenchOptions {
   bool uniform = true;                   // also the synthetic uniform injection at 3% and 5%
   uint64_t frame_elements = 1ull << 22;
   uint64_t bundle_below = 1ull << 18;    // tensors with fewer elements share bundle frames (0: none)
-  int repetitions = 3;                   // timed passes per case; the fastest counts
+  int repetitions = 3;                   // timed passes per case (GB/s: their median)
+  int encode_threads = 1;                // >1: also encode on this many threads (frames in flight)
   uint64_t seed = 1;
   bool exhaustive = false;
   bool contexts = false;    // let value tokens go by the base value's exponent (value packing contexts)
   std::string checkpoints;  // a glob of HF checkpoint directories: their consecutive pairs are the cases
+};
+
+// A per-repetition ratio over the repetitions: its median and range.
+struct Spread {
+  double median = 0, min = 0, max = 0;
 };
 
 struct CodecBenchRecord {
@@ -45,6 +51,14 @@ struct CodecBenchRecord {
   double apply_gbps = 0;
   double memcpy_gbps = 0;
   double hash_gbps = 0;  // XXH3 of every frame's base and target bits (the header's hashes)
+  // Each repetition's encode (apply) speed over the memcpy timed just before it, in the same pass.
+  Spread encode_ratio, apply_ratio;
+  double memcpy_variation = 0;  // (slowest - fastest) / fastest over every single-thread memcpy
+  // With encode_threads > 1: encode on that many threads, memcpy split over as many, and encode
+  // against one thread's memcpy and against the threaded memcpy, each paired per repetition.
+  int encode_threads = 1;
+  double threaded_encode_gbps = 0, threaded_memcpy_gbps = 0;
+  Spread threaded_encode_ratio, threaded_encode_to_threaded_memcpy;
   bool bitexact = false;
   std::string choices;  // how many frames took each value mode
 };
