@@ -8,27 +8,14 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 namespace dcr {
 
-// Scratch of 2 MiB or more sits on 2 MiB pages where the kernel offers them (transparent huge
-// pages, madvise mode): the hot loops stream through megabytes of it, and on 4 KiB pages whole
-// processes ran ~10% slower at random, as their pages happened to fall.
+// Scratch is 64-byte aligned for the vector loops, on the kernel's ordinary pages. It was once
+// advised onto transparent huge pages (MADV_HUGEPAGE), against ~10% slowdowns at random on 4 KiB
+// pages; on the VM this is measured on, that advice later made whole passes 10-25 times slower at
+// random (the same encode loop: 28-773 ms a pass with it, 28-37 ms without), so none is given.
 inline void* scratch_alloc(size_t bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  void* p = nullptr;
-  if (bytes < kHuge) {
-    p = std::malloc(bytes);
-  } else {
-    const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
-    p = std::aligned_alloc(kHuge, rounded);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without THP nothing changes
-#endif
-  }
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
