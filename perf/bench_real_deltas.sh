@@ -40,9 +40,11 @@ for rate, contexts in ((r, c) for r in rates for c in ("false", "true")):
           f"| {med(lambda r: r['ratio_to_exponent_bound']):.3f} "
           f"| {med(lambda r: r['nemo_style_bytes'] / r['wire_bytes']):.2f} "
           f"| {med(lambda r: r['pulse_style_bytes'] / r['wire_bytes']):.2f} "
-          f"| {med(lambda r: r['encode_gbps'] / r['memcpy_gbps']):.2f} "
-          f"| {med(lambda r: r['apply_gbps'] / r['memcpy_gbps']):.2f} "
+          f"| {med(lambda r: r['encode_to_memcpy']['median']):.2f} "
+          f"| {med(lambda r: r['apply_to_memcpy']['median']):.2f} "
           f"| {'yes' if all(r['bitexact'] for r in records) else 'NO'} |")
-print(f"\nmedians over each rate's {len(records)} consecutive checkpoint pairs; per-pair figures in {out}/rate-*.txt")
+print(f"\nmedians over each rate's {len(records)} consecutive checkpoint pairs (encode and apply / memcpy: of each "
+      f"pair's median over its repetitions, each paired with the memcpy timed just before it); per-pair figures in "
+      f"{out}/rate-*.txt")
 PY
 echo "results in $out"
