@@ -12,12 +12,6 @@
 
 namespace dcr {
 
-// A run of consecutive elements of a box: a row, a whole contiguous box, or one of a bundle's.
-struct ElementRun {
-  uint8_t* data;
-  uint64_t elements;
-};
-
 FrameDecoder::FrameDecoder() : changes_(new ChangeReader) {}
 FrameDecoder::~FrameDecoder() = default;
 
@@ -36,12 +30,14 @@ Status FrameDecoder::decode(const uint8_t* frame, size_t size, uint64_t max_elem
   }
   const uint8_t* payload = frame + kFrameHeaderBytes;
   if (out->header.is_bundle()) DCR_TRY(read_bundle(frame, &out->header, &payload));
-  DCR_TRY(open_changes(payload, out, base));
+  std::vector<ElementRun> base_runs;
+  if (base != nullptr) append_runs(*base, &base_runs);
+  DCR_TRY(open_changes(payload, out, base != nullptr ? &base_runs : nullptr));
   return changes_->decode(out->header.changed).with_context("frame " + out->header.describe());
 }
 
 // Opens the payload's sections for changes_ to decode into the change arrays (sized by the caller).
-Status FrameDecoder::open_changes(const uint8_t* payload, DecodedFrame* out, const Region* base) {
+Status FrameDecoder::open_changes(const uint8_t* payload, DecodedFrame* out, const std::vector<ElementRun>* base) {
   const FrameHeader& h = out->header;
   ByteReader reader(payload, h.payload_bytes, "frame payload");
   Status status = changes_->open(h, &reader, &codec_, out->positions.data(), out->words.data(), base);
@@ -107,14 +103,6 @@ Status check_destination(const FrameHeader& h, const Region& dst, uint64_t expec
   return check_base_version(h, expected_base_version);
 }
 
-// A region's elements as runs: the whole region when contiguous, else each row.
-void append_runs(const Region& r, std::vector<ElementRun>* runs) {
-  if (r.contiguous()) {
-    runs->push_back({r.row(0), r.box.elements()});
-    return;
-  }
-  for (uint64_t k = 0; k < r.box.rows; ++k) runs->push_back({r.row(k), r.box.cols});
-}
 
 // The box's hash after the scatter, and before it when asked for (see FrameDecoder::apply).
 struct BoxHashes {
@@ -324,9 +312,9 @@ Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst,
 }
 
 // A delta bundle is applied where its boxes lie, as one box of their runs: a failure puts every
-// box back (apply_changes). A full bundle, one without changes, or one whose values go by the base
-// bits (contexts) is applied to a gathered copy of its boxes, which is copied back only when
-// applied. Either way all of its boxes change, or none does.
+// box back (apply_changes). A full bundle, or one without changes, is applied to a gathered copy of
+// its boxes, which is copied back only when applied. Either way all of its boxes change, or none
+// does.
 Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::vector<Region>& dsts,
                                   uint64_t expected_base_version, ApplyOutcome* outcome) {
   DCR_TRY(parse_frame_header(frame, size, &scratch_.header));
@@ -342,11 +330,11 @@ Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::
                 "frame " + h.describe() + ": box " + std::to_string(i) + " is " + boxes_[i].describe() +
                     ", its destination " + dsts[i].box.describe());
   }
-  if (!h.is_full() && h.changed > 0 && h.value_packing != ValuePacking::contexts) {
+  if (!h.is_full() && h.changed > 0) {
     DCR_TRY(check_base_version(h, expected_base_version));
     std::vector<ElementRun> runs;
     for (const Region& dst : dsts) append_runs(dst, &runs);
-    return apply_changes(payload, nullptr, runs, outcome);
+    return apply_changes(payload, runs, outcome);
   }
   bundle_bits_.resize(h.count() * h.elem_width);
   uint64_t at = 0;
@@ -371,7 +359,7 @@ Status FrameDecoder::apply_payload(const uint8_t* payload, const Region& box, Ap
   if (h.is_full() || h.changed == 0) return apply_copy(payload, box, outcome);
   std::vector<ElementRun> runs;
   append_runs(box, &runs);
-  return apply_changes(payload, &box, runs, outcome);
+  return apply_changes(payload, runs, outcome);
 }
 
 // A delta frame is decoded and scattered in one pass that hashes the box (its runs) after the
@@ -382,14 +370,13 @@ Status FrameDecoder::apply_payload(const uint8_t* payload, const Region& box, Ap
 // one-to-one in the old bits, so the result is the target exactly when the box held the base: the
 // hash after settles it, and the box is hashed again only to tell the failures apart. An overwrite
 // reaches the target from bits other than the base too, so its pass also hashes the box before.
-// `base` is the box as a region, for values that go by the base bits (null for a bundle's runs).
-Status FrameDecoder::apply_changes(const uint8_t* payload, const Region* base, const std::vector<ElementRun>& runs,
+Status FrameDecoder::apply_changes(const uint8_t* payload, const std::vector<ElementRun>& runs,
                                    ApplyOutcome* outcome) {
   DecodedFrame& d = scratch_;
   const FrameHeader& h = d.header;
   grow_to(&d.positions, h.changed);  // scratch: never shrunk, so never zero-filled again
   grow_to(&d.words, h.changed);
-  DCR_TRY(open_changes(payload, &d, base));
+  DCR_TRY(open_changes(payload, &d, &runs));  // the runs hold the base bits for values that go by them
   BoxHashes hashes;
   hashes.with_before = h.value_mode == ValueMode::overwrite;
   uint64_t applied = 0;

@@ -298,10 +298,21 @@ Status ChangeReader::Tokens::detokenize(uint64_t upto, Prefix prefix, Emit emit)
   return Status::ok();
 }
 
+void append_runs(const Region& r, std::vector<ElementRun>* runs) {
+  if (r.contiguous()) {
+    runs->push_back({r.row(0), r.box.elements()});
+    return;
+  }
+  for (uint64_t k = 0; k < r.box.rows; ++k) runs->push_back({r.row(k), r.box.cols});
+}
+
 Status ChangeReader::open(const FrameHeader& header, ByteReader* payload, StreamCodec* codec, uint32_t* positions,
-                          uint64_t* words, const Region* base) {
+                          uint64_t* words, const std::vector<ElementRun>* base) {
   h_ = header;
   base_ = base;
+  base_run_ = 0;
+  run_start_ = 0;
+  run_end_ = base != nullptr && !base->empty() ? (*base)[0].elements : 0;
   codec_ = codec;
   positions_ = positions;
   words_ = words;
@@ -416,7 +427,7 @@ Status ChangeReader::decode_joint(uint64_t upto) {
 // Slots: the rule and each bucket's tokens 2 (copied out at once), the extra bits 3.
 Status ChangeReader::open_contexts(ByteReader* payload) {
   lazy_values_ = false;
-  DCR_REQUIRE(base_ != nullptr, Code::invalid_argument,
+  DCR_REQUIRE(base_ != nullptr && !base_->empty(), Code::invalid_argument,
               "value packing contexts decodes against the base bits: apply the frame to its destination");
   const uint8_t* bytes;
   size_t size;
@@ -456,14 +467,18 @@ Status ChangeReader::open_contexts(ByteReader* payload) {
 // merged back into change order, then detokenised with their extra bits like any token pair.
 Status ChangeReader::decode_contexts(uint64_t upto) {
   const unsigned width = h_.elem_width, shift = rule_.shift;
-  const uint64_t cols = base_->box.cols;
-  const bool dense = base_->contiguous();
+  const std::vector<ElementRun>& runs = *base_;
   uint8_t* merged = merged_tokens_.data();
   const uint8_t* tokens = context_tokens_.data();
   for (uint64_t j = values_done_; j < upto; ++j) {
     const uint64_t p = positions_[j];
-    const uint8_t* at = dense ? base_->data + p * width : base_->row(p / cols) + (p % cols) * width;
-    const uint64_t a = load_word(at, 0, width);
+    while (p >= run_end_) {  // positions ascend, so the runs are walked once
+      DCR_REQUIRE(base_run_ + 1 < runs.size(), Code::corrupt,
+                  "change position " + std::to_string(p) + " lies past the frame's box");
+      run_start_ = run_end_;
+      run_end_ += runs[++base_run_].elements;
+    }
+    const uint64_t a = load_word(runs[base_run_].data + (p - run_start_) * width, 0, width);
     const unsigned b = bucket_of_[(a >> shift) & 0xff];
     if (bucket_next_[b] == bucket_end_[b]) {
       return Status(Code::corrupt, "context bucket " + std::to_string(b) + " holds fewer tokens than its changes");

@@ -49,13 +49,22 @@ void build_joint(const Section& gaps, const Section& values, Section* positions,
 // Token-coded sections (the encoder's usual choice) decode as far as asked, so a receiver can apply
 // one block of changes while it is in cache; other codings decode in full at open. Every count,
 // order and bound is checked as it is decoded.
+// A run of consecutive elements of a box: a row, a whole contiguous box, or one of a bundle's.
+struct ElementRun {
+  uint8_t* data;
+  uint64_t elements;
+};
+
+// A region's elements as runs: the whole region when contiguous, else each row.
+void append_runs(const Region& r, std::vector<ElementRun>* runs);
+
 class ChangeReader {
  public:
   // Takes both sections of the payload of `header` from `payload`, which must then be consumed.
-  // `base` is the frame's box holding its base bits (unchanged until their changes are decoded),
-  // which value packing contexts needs; nullptr refuses such a frame.
+  // `base` is the frame's box as runs of elements holding its base bits (unchanged until their
+  // changes are decoded), which value packing contexts needs; nullptr refuses such a frame.
   Status open(const FrameHeader& header, ByteReader* payload, StreamCodec* codec, uint32_t* positions,
-              uint64_t* words, const Region* base = nullptr);
+              uint64_t* words, const std::vector<ElementRun>* base = nullptr);
   // Decodes the changes [done(), upto); `upto` is a multiple of kSlice or the frame's change count.
   Status decode(uint64_t upto);
   uint64_t done() const { return done_; }
@@ -97,7 +106,9 @@ class ChangeReader {
   Status open_contexts(ByteReader* payload);
   Status decode_contexts(uint64_t upto);
   FrameHeader h_;
-  const Region* base_ = nullptr;
+  const std::vector<ElementRun>* base_ = nullptr;
+  size_t base_run_ = 0;  // decode_contexts' run, which holds box elements [run_start_, run_end_)
+  uint64_t run_start_ = 0, run_end_ = 0;
   StreamCodec* codec_ = nullptr;
   uint32_t* positions_ = nullptr;
   uint64_t* words_ = nullptr;

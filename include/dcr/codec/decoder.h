@@ -70,10 +70,9 @@ class FrameDecoder {
 
  private:
   Status read_bundle(const uint8_t* frame, FrameHeader* header, const uint8_t** payload);
-  Status open_changes(const uint8_t* payload, DecodedFrame* out, const Region* base);
+  Status open_changes(const uint8_t* payload, DecodedFrame* out, const std::vector<ElementRun>* base);
   Status apply_payload(const uint8_t* payload, const Region& box, ApplyOutcome* outcome);
-  Status apply_changes(const uint8_t* payload, const Region* base, const std::vector<ElementRun>& runs,
-                       ApplyOutcome* outcome);
+  Status apply_changes(const uint8_t* payload, const std::vector<ElementRun>& runs, ApplyOutcome* outcome);
   Status apply_copy(const uint8_t* payload, const Region& box, ApplyOutcome* outcome);
   StreamCodec codec_;
   std::unique_ptr<ChangeReader> changes_;
