@@ -233,7 +233,7 @@ Status scatter_swap_and_hash_stripes(const std::vector<ElementRun>& runs, unsign
   if (hashes->with_before) hashes->before = before.finish_long(last_before);
   alignas(64) uint8_t last_after[64];
   last_bytes(runs, width, last_after);
-  hashes->after = count * width < StripeHash::kLongInput ? after.finish(runs[0].data) : after.finish_long(last_after);
+  hashes->after = after.finish_long(last_after);  // stripes_fit: at least XXH3's long input
   return Status::ok();
 }
 

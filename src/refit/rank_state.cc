@@ -152,13 +152,14 @@ void barrier(RankState* s, const char* what) {
 }
 
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
-  uint64_t counts[4] = {mine.frames, mine.wire_bytes, mine.changed, mine.elements}, sums[4] = {};
+  const uint64_t sent = s->topology.role == Role::trainer ? mine.frames : 0;
+  uint64_t counts[5] = {mine.frames, mine.wire_bytes, mine.changed, mine.elements, sent}, sums[5] = {};
   double times[5] = {mine.encode_s, mine.send_s, mine.forward_s, mine.apply_s, mine.wait_s}, maxima[5] = {};
   MPI_Request requests[2];
-  MPI_Ireduce(counts, sums, 4, MPI_UINT64_T, MPI_SUM, 0, s->world, &requests[0]);
+  MPI_Ireduce(counts, sums, 5, MPI_UINT64_T, MPI_SUM, 0, s->world, &requests[0]);
   MPI_Ireduce(times, maxima, 5, MPI_DOUBLE, MPI_MAX, 0, s->world, &requests[1]);
   for (MPI_Request& r : requests) wait_or_abort(&r, s->collective_timeout_s, "the step statistics", s->world);
-  *total = StepStats{sums[0], sums[1], sums[2], sums[3], maxima[0], maxima[1], maxima[2], maxima[3], maxima[4]};
+  *total = StepStats{sums[0], sums[1], sums[2], sums[3], maxima[0], maxima[1], maxima[2], maxima[3], maxima[4], sums[4]};
 }
 
 bool verified(RankState* s, const Shard& shard) {

@@ -85,6 +85,7 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   StepStats total;
   reduce_stats(s, stats, &total);
   r.frames = total.frames;
+  r.trainer_frames = total.sent;
   r.wire_bytes = total.wire_bytes;
   r.change_rate = total.elements ? double(total.changed) / total.elements : 0;
   r.encode_s = total.encode_s;

@@ -13,7 +13,8 @@ Status write_refit_json(const RefitReport& report, const std::string& path) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& r : report.steps) {
     steps.push_back({{"version", r.version}, {"base", r.base}, {"kind", r.kind}, {"change_rate", r.change_rate},
-                     {"frames", r.frames}, {"wire_bytes", r.wire_bytes}, {"full_bytes", r.full_bytes},
+                     {"frames", r.frames}, {"trainer_frames", r.trainer_frames}, {"wire_bytes", r.wire_bytes},
+                     {"full_bytes", r.full_bytes},
                      {"seconds", r.seconds}, {"full_seconds", r.full_seconds}, {"bcast_seconds", r.bcast_seconds},
                      {"speedup", speedup(r)}, {"committed", r.committed}, {"bitexact", r.bitexact},
                      {"stage_seconds",

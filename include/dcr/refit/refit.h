@@ -19,7 +19,8 @@ struct StepRecord {
   uint64_t base = 0;
   std::string kind;            // "full" (first sync) or "delta"
   double change_rate = 0;      // changed fraction of all elements
-  uint64_t frames = 0;
+  uint64_t frames = 0;          // frame hops: sends, forwards and applies over every rank
+  uint64_t trainer_frames = 0;  // the frames the trainers sent (their wire_bytes)
   uint64_t wire_bytes = 0;
   uint64_t full_bytes = 0;     // bytes of the full refit of the same version
   double seconds = 0;

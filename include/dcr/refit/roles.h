@@ -30,6 +30,7 @@ struct StepStats {
   double forward_s = 0;     // relay: receive + forward
   double apply_s = 0;       // rollout: apply
   double wait_s = 0;        // relay/rollout: waiting for the next frame
+  uint64_t sent = 0;        // reduced over the job (reduce_stats): the frames trainers sent
 };
 
 struct Link {
