@@ -182,8 +182,10 @@ bool stripes_fit(const std::vector<ElementRun>& runs, unsigned width) {
 
 // The runs of `width`-byte elements, concatenated: the last 64 bytes.
 void last_bytes(const std::vector<ElementRun>& runs, unsigned width, uint8_t* out) {
-  last_stripe(runs.size(), [&](size_t k) { return std::pair<const uint8_t*, uint64_t>(runs[k].data, runs[k].elements * width); },
-              out);
+  auto run_bytes = [&](size_t k) {
+    return std::pair<const uint8_t*, uint64_t>(runs[k].data, runs[k].elements * width);
+  };
+  last_stripe(runs.size(), run_bytes, out);
 }
 
 // The offsets of changes [first, last) in the run of elements that starts at box element

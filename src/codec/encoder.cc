@@ -1,7 +1,6 @@
 #include "dcr/codec/encoder.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "dcr/codec/scan.h"
