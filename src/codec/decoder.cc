@@ -103,7 +103,6 @@ Status check_destination(const FrameHeader& h, const Region& dst, uint64_t expec
   return check_base_version(h, expected_base_version);
 }
 
-
 // The box's hash after the scatter, and before it when asked for (see FrameDecoder::apply).
 struct BoxHashes {
   bool with_before = false;
@@ -334,9 +333,9 @@ Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::
   }
   if (!h.is_full() && h.changed > 0) {
     DCR_TRY(check_base_version(h, expected_base_version));
-    std::vector<ElementRun> runs;
-    for (const Region& dst : dsts) append_runs(dst, &runs);
-    return apply_changes(payload, runs, outcome);
+    runs_.clear();
+    for (const Region& dst : dsts) append_runs(dst, &runs_);
+    return apply_changes(payload, runs_, outcome);
   }
   bundle_bits_.resize(h.count() * h.elem_width);
   uint64_t at = 0;
@@ -359,9 +358,9 @@ Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::
 Status FrameDecoder::apply_payload(const uint8_t* payload, const Region& box, ApplyOutcome* outcome) {
   const FrameHeader& h = scratch_.header;
   if (h.is_full() || h.changed == 0) return apply_copy(payload, box, outcome);
-  std::vector<ElementRun> runs;
-  append_runs(box, &runs);
-  return apply_changes(payload, runs, outcome);
+  runs_.clear();
+  append_runs(box, &runs_);
+  return apply_changes(payload, runs_, outcome);
 }
 
 // A delta frame is decoded and scattered in one pass that hashes the box (its runs) after the

@@ -35,6 +35,7 @@ struct FrameEncoder::Scratch {
   Section context_values;
   ContextCoder contexts;
   std::vector<uint8_t> bundle_base, bundle_target;  // a bundle's boxes, concatenated
+  std::vector<Run> runs;                            // or the runs they lie in
   std::vector<uint8_t> box_list;
   std::vector<uint8_t> bundle;  // while encoding a bundle: its box list stream
   Buffer<uint8_t> base_contexts;  // each change's context from its base bits
@@ -112,8 +113,9 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
   s.collector.start(width, delta_mode(), count, count);
   Hashes hashes;
   s.words_copied = scan_and_hash_available(width);
-  const uint64_t changed = s.words_copied ? collect_fused({{base.data, target.data, count}}, count, &hashes)
-                                          : collect_by_block(base, target, &hashes);
+  const Run whole{base.data, target.data, count};
+  const uint64_t changed =
+      s.words_copied ? collect_fused(&whole, 1, count, &hashes) : collect_by_block(base, target, &hashes);
   s.collector.finish();
   return encode(base, target, s.positions.data(), changed, hashes, versions, frame, stats);
 }
@@ -122,31 +124,31 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
 // memory streams at full speed, and copies out the changed words; tokenising then reads only what
 // the scan wrote, in order. Runs of a bundle are hashed as one concatenation: every run but the
 // last holds whole 64-byte stripes, and all of them at least XXH3's long input (scan_runs).
-uint64_t FrameEncoder::collect_fused(const std::vector<Run>& runs, uint64_t count, Hashes* hashes) {
+uint64_t FrameEncoder::collect_fused(const Run* runs, size_t n, uint64_t count, Hashes* hashes) {
   Scratch& s = *scratch_;
   const ChangedWords words{s.base_words.reserve(count + 32), s.target_words.reserve(count + 32)};
   s.base_stripes.start(count * 2);
   s.target_stripes.start(count * 2);
   uint64_t changed = 0, at = 0;
-  for (const Run& run : runs) {
+  for (const Run* run = runs; run < runs + n; ++run) {
     uint32_t* found_at = s.positions.data() + changed;
     const ChangedWords run_words{words.base + changed, words.target + changed};
-    const uint64_t found = scan_and_hash(run.base, run.target, 0, run.elements, found_at, &s.base_stripes,
+    const uint64_t found = scan_and_hash(run->base, run->target, 0, run->elements, found_at, &s.base_stripes,
                                          &s.target_stripes, run_words, at);
     if (at > 0) {
       for (uint64_t j = 0; j < found; ++j) found_at[j] += static_cast<uint32_t>(at);
     }
     changed += found;
-    at += run.elements;
+    at += run->elements;
   }
   s.collector.add(nullptr, nullptr, s.positions.data(), changed, words);
-  if (runs.size() == 1) {
+  if (n == 1) {
     *hashes = Hashes{s.base_stripes.finish(runs[0].base), s.target_stripes.finish(runs[0].target)};
     return changed;
   }
   alignas(64) uint8_t last_base[64], last_target[64];
-  last_stripe(runs.size(), [&](size_t k) { return std::pair(runs[k].base, runs[k].elements * 2); }, last_base);
-  last_stripe(runs.size(), [&](size_t k) { return std::pair(runs[k].target, runs[k].elements * 2); }, last_target);
+  last_stripe(n, [&](size_t k) { return std::pair(runs[k].base, runs[k].elements * 2); }, last_base);
+  last_stripe(n, [&](size_t k) { return std::pair(runs[k].target, runs[k].elements * 2); }, last_target);
   *hashes = Hashes{s.base_stripes.finish_long(last_base), s.target_stripes.finish_long(last_target)};
   return changed;
 }
@@ -511,7 +513,7 @@ Status FrameEncoder::encode_bundle_runs(const std::vector<Run>& runs, const Box&
   s.collector.start(2, delta_mode(), count, count);
   s.words_copied = true;
   Hashes hashes;
-  const uint64_t changed = collect_fused(runs, count, &hashes);
+  const uint64_t changed = collect_fused(runs.data(), runs.size(), count, &hashes);
   s.collector.finish();
   const Region words_only = dense_region(all, 2, nullptr);  // encode reads the copied-out words alone
   return encode(words_only, words_only, s.positions.data(), changed, hashes, versions, frame, stats);
@@ -522,10 +524,10 @@ Status FrameEncoder::encode_bundle(const std::vector<Region>& bases, const std::
   Scratch& s = *scratch_;
   Box all;
   DCR_TRY(start_bundle({&bases, &targets}, id, &all));
-  std::vector<Run> runs;
   Status status;
-  if (scan_runs(bases, targets, &runs)) {
-    status = encode_bundle_runs(runs, all, versions, frame, stats);
+  s.runs.clear();
+  if (scan_runs(bases, targets, &s.runs)) {
+    status = encode_bundle_runs(s.runs, all, versions, frame, stats);
   } else {
     gather_bundle({&bases, &targets}, all);
     const unsigned width = bases[0].width;

@@ -45,10 +45,6 @@ void build_values(ValuePacking packing, const uint64_t* words, uint64_t changed,
 // words are the token pairs `gaps` and `values` (as build_positions and build_values write them).
 void build_joint(const Section& gaps, const Section& values, Section* positions, Section* joint_values);
 
-// A frame's changes, read in order a slice at a time: positions and words [0, done()) are decoded.
-// Token-coded sections (the encoder's usual choice) decode as far as asked, so a receiver can apply
-// one block of changes while it is in cache; other codings decode in full at open. Every count,
-// order and bound is checked as it is decoded.
 // A run of consecutive elements of a box: a row, a whole contiguous box, or one of a bundle's.
 struct ElementRun {
   uint8_t* data;
@@ -58,6 +54,10 @@ struct ElementRun {
 // A region's elements as runs: the whole region when contiguous, else each row.
 void append_runs(const Region& r, std::vector<ElementRun>* runs);
 
+// A frame's changes, read in order a slice at a time: positions and words [0, done()) are decoded.
+// Token-coded sections (the encoder's usual choice) decode as far as asked, so a receiver can apply
+// one block of changes while it is in cache; other codings decode in full at open. Every count,
+// order and bound is checked as it is decoded.
 class ChangeReader {
  public:
   // Takes both sections of the payload of `header` from `payload`, which must then be consumed.

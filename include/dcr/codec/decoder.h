@@ -80,6 +80,7 @@ class FrameDecoder {
   Hasher hasher_;  // the box before a scatter
   Hasher after_;   // and after it
   std::vector<uint32_t> local_;  // positions of one block, relative to its run
+  std::vector<ElementRun> runs_;  // the box applied to, as runs of elements (scratch)
   std::vector<uint8_t> old_bits_;  // a full frame's destination before it was applied
   std::vector<Box> boxes_;            // the last bundle's boxes
   std::vector<uint8_t> bundle_bits_;  // and their bits, gathered

@@ -106,7 +106,7 @@ class FrameEncoder {
   };
   ValueMode delta_mode() const;
   // Find the changed positions (and hand the changes to the collector) with both hashes.
-  uint64_t collect_fused(const std::vector<Run>& runs, uint64_t count, Hashes* hashes);
+  uint64_t collect_fused(const Run* runs, size_t n, uint64_t count, Hashes* hashes);
   uint64_t collect_by_block(const Region& base, const Region& target, Hashes* hashes);
   PosCoding choose_positions(uint64_t count, const uint32_t* positions, uint64_t changed);
   ValueChoice choose_values(const Region& base, const Region& target, const uint32_t* positions,
