@@ -13,7 +13,8 @@ namespace dcr {
 // Scratch is 64-byte aligned for the vector loops, on the kernel's ordinary pages. It was once
 // advised onto transparent huge pages (MADV_HUGEPAGE), against ~10% slowdowns at random on 4 KiB
 // pages; on the VM this is measured on, that advice later made whole passes 10-25 times slower at
-// random (the same encode loop: 28-773 ms a pass with it, 28-37 ms without), so none is given.
+// random (perf/bench_codec.sh: memcpy passes varied up to 4,600% within one run with it, 22-190%
+// without), so none is given.
 inline void* scratch_alloc(size_t bytes) {
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (p == nullptr) throw std::bad_alloc();

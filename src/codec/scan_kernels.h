@@ -38,9 +38,9 @@ struct NoChunkHook {
 };
 
 // How far ahead the 2-byte scan asks for both copies' lines. The hardware streams one copy well
-// but two read together (with the scan's stores between) less so: asking 256 bytes ahead took the
-// fused scan of a 5.4 MB model from memory from 0.58 to 0.51-0.52 ms, and of the 124.7 M-element
-// bench model from 21.6-23.4 to 19.4-20.3 ms (1024 and 4096 bytes: no better).
+// but two read together (with the scan's stores between) less so; asking 256 bytes ahead made the
+// fused scan faster from memory in timing loops outside the repository (1024 and 4096 bytes were
+// no better). The bench shows it only within this machine's noise.
 constexpr uint64_t kScanPrefetchBytes = 256;
 
 // 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
