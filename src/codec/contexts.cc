@@ -64,24 +64,41 @@ double ContextCoder::choose(const uint8_t* contexts, const uint8_t* tokens, uint
   return best;
 }
 
+// Each bucket's tokens in change order. The changes go in kLanes equal parts, side by side: each
+// part has its own count and write pointer per bucket, so a run of changes in one bucket is
+// kLanes chains through memory instead of one (a pointer's increment must land before the next
+// use). Part q's tokens of a bucket follow part q-1's, so the streams are the same bytes.
 void ContextCoder::build(const uint8_t* contexts, const Section& value_tokens, Section* out) const {
+  constexpr unsigned kLanes = 4;
   const unsigned buckets = rule_.buckets;
   uint8_t bucket_of[256];
   rule_.fill_table(bucket_of);
   out->reset(buckets + 2);
   out->streams[0].bytes = {rule_.shift, rule_.first, rule_.buckets};
   out->streams[0].raw_only = true;
-  uint64_t sizes[kMaxContextBuckets] = {};
-  for (uint64_t j = 0; j < n_; ++j) ++sizes[bucket_of[contexts[j]]];
+  const uint64_t part = n_ / kLanes, tail = kLanes * part;  // changes [tail, n_) go with the last part
+  uint64_t sizes[kLanes][kMaxContextBuckets] = {};
+  for (uint64_t j = 0; j < part; ++j) {
+    for (unsigned q = 0; q < kLanes; ++q) ++sizes[q][bucket_of[contexts[q * part + j]]];
+  }
+  for (uint64_t j = tail; j < n_; ++j) ++sizes[kLanes - 1][bucket_of[contexts[j]]];
   uint8_t* storage = bucket_tokens_.reserve(n_);
-  uint8_t* next[kMaxContextBuckets];
-  for (unsigned b = 0, at = 0; b < buckets; at += sizes[b], ++b) {
+  uint8_t* next[kLanes][kMaxContextBuckets];
+  uint64_t at = 0;
+  for (unsigned b = 0; b < buckets; ++b) {
     RawStream& stream = out->streams[1 + b];
-    stream.view = next[b] = storage + at;
-    stream.view_size = sizes[b];
+    stream.view = storage + at;
+    for (unsigned q = 0; q < kLanes; ++q) {
+      next[q][b] = storage + at;
+      at += sizes[q][b];
+    }
+    stream.view_size = static_cast<size_t>(storage + at - stream.view);
   }
   const uint8_t* tokens = value_tokens.streams[0].data();
-  for (uint64_t j = 0; j < n_; ++j) *next[bucket_of[contexts[j]]]++ = tokens[j];
+  for (uint64_t j = 0; j < part; ++j) {
+    for (unsigned q = 0; q < kLanes; ++q) *next[q][bucket_of[contexts[q * part + j]]]++ = tokens[q * part + j];
+  }
+  for (uint64_t j = tail; j < n_; ++j) *next[kLanes - 1][bucket_of[contexts[j]]]++ = tokens[j];
   out->streams[buckets + 1] = value_tokens.streams[1];
 }
 
