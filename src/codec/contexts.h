@@ -46,12 +46,22 @@ class ContextCoder {
 
  private:
   double estimate(unsigned first, unsigned buckets) const;
+  double merged_estimate(unsigned begin, unsigned end) const;
   ContextRule rule_;
   uint64_t n_ = 0;
   uint64_t stride_ = 1;          // the histograms count every stride_-th change
   uint64_t per_context_[256];
+  unsigned symbols_ = 256;       // the sampled tokens lie below it
+  double single_[256];           // each context's estimate as a bucket of its own
   std::vector<Histogram> rows_;  // value tokens by context (rows of contexts present only)
   mutable Buffer<uint8_t> bucket_tokens_;  // the built section's bucket streams are views of it
 };
+
+// The decoder's side, the inverse of build's scatter: out[j] for changes [0, n) is the next token
+// of the bucket of contexts[j] (bucket_of: ContextRule::fill_table), bucket b's being
+// tokens[next[b], end[b]); `tokens` must be readable 64 bytes past the last end. Returns false,
+// with the bucket in *short_bucket, where a bucket has fewer tokens than its changes.
+bool merge_buckets(const uint8_t* contexts, uint64_t n, const ContextRule& rule, const uint8_t* bucket_of,
+                   const uint8_t* tokens, uint64_t* next, const uint64_t* end, uint8_t* out, unsigned* short_bucket);
 
 }  // namespace dcr

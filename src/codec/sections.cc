@@ -439,7 +439,7 @@ Status ChangeReader::open_contexts(ByteReader* payload) {
               Code::corrupt, "context rule (shift " + std::to_string(rule_.shift) + ", first " +
                                  std::to_string(rule_.first) + ", buckets " + std::to_string(rule_.buckets) +
                                  ") is out of range");
-  context_tokens_.resize(h_.changed);
+  grow_to(&context_tokens_, h_.changed + 64);  // merge_buckets reads whole registers
   uint64_t total = 0;
   for (unsigned b = 0; b < rule_.buckets; ++b) {
     DCR_TRY(codec_->read(payload, h_.changed - total, 2, &bytes, &size));
@@ -450,7 +450,7 @@ Status ChangeReader::open_contexts(ByteReader* payload) {
   }
   DCR_REQUIRE(total == h_.changed, Code::corrupt,
               "context token streams hold " + std::to_string(total) + " tokens, expected " + std::to_string(h_.changed));
-  merged_tokens_.resize(h_.changed);
+  grow_to(&merged_tokens_, h_.changed);
   rule_.fill_table(bucket_of_);
   Tokens& t = merged_values_;
   t.codec = codec_;
@@ -462,28 +462,47 @@ Status ChangeReader::open_contexts(ByteReader* payload) {
   return codec_->read(payload, 8 * h_.changed, 3, &t.extras, &t.extra_bytes);
 }
 
+namespace {
+
+// The contexts of changes [j, n) that lie below box position `end`, from the base bits of `data`
+// (indexed by box position), elements of W bytes (0: of `width`); returns the first change past them.
+template <unsigned W>
+uint64_t read_contexts(const uint8_t* data, const uint32_t* positions, uint64_t j, uint64_t n, uint64_t end,
+                       unsigned shift, uint8_t* contexts, unsigned width = W) {
+  for (; j < n && positions[j] < end; ++j) {
+    contexts[j] = static_cast<uint8_t>(load_word(data, positions[j], W == 0 ? width : W) >> shift);
+  }
+  return j;
+}
+
+}  // namespace
+
 // Words [values_done_, upto): each change's token comes next from the bucket of the base bits at
-// its position (not yet scattered over: changes are applied only once decoded). The tokens are
-// merged back into change order, then detokenised with their extra bits like any token pair.
+// its position (not yet scattered over: changes are applied only once decoded). The changes'
+// contexts are read first, then their tokens merged back into change order (merge_buckets) and
+// detokenised with their extra bits like any token pair.
 Status ChangeReader::decode_contexts(uint64_t upto) {
   const unsigned width = h_.elem_width, shift = rule_.shift;
   const std::vector<ElementRun>& runs = *base_;
-  uint8_t* merged = merged_tokens_.data();
-  const uint8_t* tokens = context_tokens_.data();
-  for (uint64_t j = values_done_; j < upto; ++j) {
-    const uint64_t p = positions_[j];
-    while (p >= run_end_) {  // positions ascend, so the runs are walked once
+  const uint64_t n = upto - values_done_;
+  uint8_t* contexts = grow_to(&contexts_of_, n);
+  const uint32_t* positions = positions_ + values_done_;
+  for (uint64_t j = 0; j < n;) {
+    while (positions[j] >= run_end_) {  // positions ascend, so the runs are walked once
       DCR_REQUIRE(base_run_ + 1 < runs.size(), Code::corrupt,
-                  "change position " + std::to_string(p) + " lies past the frame's box");
+                  "change position " + std::to_string(positions[j]) + " lies past the frame's box");
       run_start_ = run_end_;
       run_end_ += runs[++base_run_].elements;
     }
-    const uint64_t a = load_word(runs[base_run_].data + (p - run_start_) * width, 0, width);
-    const unsigned b = bucket_of_[(a >> shift) & 0xff];
-    if (bucket_next_[b] == bucket_end_[b]) {
-      return Status(Code::corrupt, "context bucket " + std::to_string(b) + " holds fewer tokens than its changes");
-    }
-    merged[j] = tokens[bucket_next_[b]++];
+    const uint8_t* data = runs[base_run_].data - run_start_ * width;  // indexed by box position
+    j = width == 2 ? read_contexts<2>(data, positions, j, n, run_end_, shift, contexts)
+                   : read_contexts<0>(data, positions, j, n, run_end_, shift, contexts, width);
+  }
+  unsigned short_bucket = 0;
+  if (!merge_buckets(contexts, n, rule_, bucket_of_, context_tokens_.data(), bucket_next_, bucket_end_,
+                     merged_tokens_.data() + values_done_, &short_bucket)) {
+    return Status(Code::corrupt,
+                  "context bucket " + std::to_string(short_bucket) + " holds fewer tokens than its changes");
   }
   values_done_ = upto;
   return decode_words(upto, &merged_values_, words_, false);

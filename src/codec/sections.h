@@ -132,6 +132,7 @@ class ChangeReader {
   std::vector<uint8_t> context_tokens_;
   uint64_t bucket_next_[kMaxContextBuckets], bucket_end_[kMaxContextBuckets];
   uint8_t bucket_of_[256];  // context -> bucket
+  std::vector<uint8_t> contexts_of_;    // decode_contexts' changes' contexts
   std::vector<uint8_t> merged_tokens_;  // the tokens back in change order
   Tokens merged_values_;                // over merged_tokens_ and the extra bits
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "dcr/codec/decoder.h"
@@ -14,13 +15,19 @@
 namespace dcr {
 namespace {
 
-// Frames as the encoder chooses them, or forced to gaps-joint.
+// Frames as the encoder chooses them, or forced to gaps-joint, or to value packing contexts.
+enum class Packing { chosen, joint, contexts };
+
 std::vector<uint8_t> encode_at(SimdLevel level, const Region& base, const Region& target, bool sign_magnitude,
-                               bool joint = false) {
+                               bool joint = false, Packing packing = Packing::chosen) {
   limit_simd(level);
   EncodeOptions options;
   options.sign_magnitude = sign_magnitude;
   if (joint) options.pos_coding = PosCoding::gaps_joint;
+  if (packing == Packing::contexts) {
+    options.value_packing = ValuePacking::contexts;
+    options.context_shift = static_cast<uint8_t>(8 * base.width - 9);  // bf16 and f32: the exponent
+  }
   FrameEncoder encoder(options);
   std::vector<uint8_t> frame;
   const Status status = encoder.encode_delta(base, target, {3, 4}, &frame);
@@ -112,6 +119,65 @@ TEST_P(SimdTwins, DecodeAsTheScalarCodeDoes) {
         EXPECT_EQ(decode_at(level, bad), decode_at(SimdLevel::scalar, bad))
             << "level " << static_cast<int>(level) << ", flip " << k << (joint ? ", gaps-joint" : "");
       }
+    }
+  }
+}
+
+// What applying a frame at a SIMD level leaves: the error code (ok where applied) and the bytes.
+std::pair<Code, std::vector<uint8_t>> apply_at(SimdLevel level, const std::vector<uint8_t>& frame,
+                                               std::vector<uint8_t> bits, uint64_t count, unsigned width) {
+  limit_simd(level);
+  FrameDecoder decoder;
+  ApplyOutcome outcome;
+  const Status status = decoder.apply(frame.data(), frame.size(), test::flat(0, bits.data(), count, width), 3, &outcome);
+  limit_simd(SimdLevel::avx512_vbmi);
+  return {status.code(), std::move(bits)};
+}
+
+// bf16 weights whose steps grow as their exponent shrinks, as an optimizer's do: value packing
+// contexts then splits their tokens into many buckets. `fraction` of them change.
+std::pair<std::vector<uint8_t>, std::vector<uint8_t>> exponent_steps(uint64_t count, double fraction, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> base(2 * count), target(2 * count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t r = rng();
+    const unsigned exponent = 100 + r % 30;
+    const uint16_t magnitude = static_cast<uint16_t>(exponent << 7 | (r >> 8 & 0x7f));
+    const uint16_t old_bits = static_cast<uint16_t>(magnitude | (r >> 16 & 1) << 15);
+    uint16_t new_bits = old_bits;
+    if (static_cast<double>(rng() % 1000000) < fraction * 1e6) {
+      const uint16_t step = static_cast<uint16_t>(1 + rng() % (1u << (130 - exponent) / 5));
+      new_bits = static_cast<uint16_t>((rng() & 1 ? magnitude + step : magnitude - step) | (old_bits & 0x8000));
+    }
+    std::memcpy(&base[2 * i], &old_bits, 2);
+    std::memcpy(&target[2 * i], &new_bits, 2);
+  }
+  return {base, target};
+}
+
+// Value packing contexts: the vector scatter of tokens into their buckets writes the scalar
+// frame, and the vector merge back applies as the scalar one does, on damaged frames too (a bucket
+// that runs short, a wrong rule, bits flipped behind valid checksums).
+TEST_P(SimdTwins, ContextsEncodeAndApplyAsTheScalarCode) {
+  if (simd_level() == SimdLevel::scalar) GTEST_SKIP() << "this CPU runs only the scalar code";
+  const Case c = GetParam();
+  if (c.width != 2) GTEST_SKIP() << "bf16 weights";
+  const auto [base, target] = exponent_steps(c.count, c.fraction, c.count + 3);
+  const Region b = test::flat(0, base.data(), c.count, c.width), t = test::flat(0, target.data(), c.count, c.width);
+  const std::vector<uint8_t> reference = encode_at(SimdLevel::scalar, b, t, true, false, Packing::contexts);
+  FrameHeader header;
+  ASSERT_TRUE(parse_frame_header(reference.data(), reference.size(), &header).is_ok());
+  ASSERT_EQ(header.value_packing, ValuePacking::contexts);
+  ASSERT_EQ(apply_at(SimdLevel::scalar, reference, base, c.count, c.width), std::pair(Code::ok, target));
+  const uint64_t payload_bits = 8 * (reference.size() - kFrameHeaderBytes);
+  for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512_vbmi}) {
+    if (level > simd_level()) continue;
+    EXPECT_EQ(encode_at(level, b, t, true, false, Packing::contexts), reference) << "level " << static_cast<int>(level);
+    EXPECT_EQ(apply_at(level, reference, base, c.count, c.width), std::pair(Code::ok, target));
+    for (uint64_t k = 0; k < 40 && payload_bits > 0; ++k) {
+      const std::vector<uint8_t> bad = flipped(reference, (k * 7919 + 13) % payload_bits);
+      EXPECT_EQ(apply_at(level, bad, base, c.count, c.width), apply_at(SimdLevel::scalar, bad, base, c.count, c.width))
+          << "level " << static_cast<int>(level) << ", flip " << k;
     }
   }
 }
