@@ -1,0 +1,253 @@
+// Where single-thread encode time goes, stage by stage, on a bf16 pair shaped like a training step
+// (issue 16's measurement: of the changed values, 84% move 1 ulp, 6% 2 ulps, 10% more; positions
+// i.i.d.). Each repetition times, in turn and each from cold caches, over the same frames:
+//   memcpy  one copy of the model;
+//   hash    XXH3 of both copies (the header's two hashes: what encode cannot read less than);
+//   scan    encode's first stage: the fused scan that hashes both copies and copies the changed
+//           words out (scan_and_hash);
+//   tokens  the scan, then the gap and ordered-delta tokens (ChangeCollector);
+//   encode  FrameEncoder::encode_delta, the whole frame.
+// Each stage's speed is taken over the memcpy of its own repetition (median [min-max]), and the
+// differences between stages give what tokenising and the rest of encode (choices, entropy coding,
+// the frame) cost per change. Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] ...
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "dcr/codec/encoder.h"
+#include "dcr/codec/scan.h"
+#include "dcr/core/hash.h"
+#include "src/codec/change_collector.h"
+#include "src/codec/scan_hash.h"
+
+namespace {
+
+using namespace dcr;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<double> rates{1, 3, 5};  // percent
+  uint64_t elements = uint64_t{1} << 27;
+  uint64_t frame_elements = uint64_t{1} << 22;
+  int reps = 7;
+  uint64_t seed = 1;
+};
+
+enum Stage { kMemcpy, kHash, kScan, kTokens, kEncode, kStages };
+const char* const kStageNames[kStages] = {"memcpy", "hash", "scan", "tokens", "encode"};
+
+uint64_t splitmix(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// bf16 weights of magnitude 2^-8 to 2^-4, either sign; the target moves `percent` of them (i.i.d.)
+// by whole ulps. Returns how many changed.
+uint64_t make_pair(const Options& o, double percent, std::vector<uint16_t>* base, std::vector<uint16_t>* target) {
+  uint64_t state = o.seed;
+  base->resize(o.elements);
+  target->resize(o.elements);
+  const uint64_t threshold = static_cast<uint64_t>(percent / 100 * 18446744073709551615.0);
+  uint64_t changed = 0;
+  for (uint64_t i = 0; i < o.elements; ++i) {
+    const uint64_t r = splitmix(&state);
+    const uint16_t magnitude = static_cast<uint16_t>(((119 + r % 4) << 7) | ((r >> 8) & 0x7f));
+    (*base)[i] = static_cast<uint16_t>(magnitude | ((r >> 16) & 1) << 15);
+    (*target)[i] = (*base)[i];
+    const uint64_t c = splitmix(&state);
+    if (c >= threshold) continue;
+    const unsigned kind = (c >> 32) % 100;
+    const uint16_t step = kind < 84 ? 1 : kind < 90 ? 2 : static_cast<uint16_t>(3 + (c >> 40) % 38);
+    const uint16_t moved = (c & 1) ? magnitude + step : magnitude - step;
+    (*target)[i] = static_cast<uint16_t>(moved | ((*base)[i] & 0x8000));
+    ++changed;
+  }
+  return changed;
+}
+
+class StageRunner {
+ public:
+  StageRunner(const Options& o, const uint16_t* base, const uint16_t* target)
+      : o_(o), base_(reinterpret_cast<const uint8_t*>(base)), target_(reinterpret_cast<const uint8_t*>(target)),
+        copy_(o.elements), positions_(o.frame_elements + kScanSlack), base_words_(o.frame_elements + 32),
+        target_words_(o.frame_elements + 32), evict_(size_t{128} << 20, 1) {
+    EncodeOptions options;
+    set_dtype(DType::bf16, &options);
+    encoder_.set_options(options);
+  }
+
+  // One repetition: every stage's seconds; `changed` is what the scan found.
+  void run(double* seconds, uint64_t* changed) {
+    seconds[kMemcpy] = timed([&] { std::memcpy(copy_.data(), base_, o_.elements * 2); });
+    seconds[kHash] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { hash_frame(at, n); }); });
+    seconds[kScan] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { *changed += scan_frame(at, n); }); });
+    seconds[kTokens] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { tokenise_frame(at, n); }); });
+    seconds[kEncode] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { encode_frame(at, n); }); });
+  }
+
+  bool encoded_ok() const { return encode_failures_ == 0; }
+
+ private:
+  template <class Pass>
+  double timed(Pass&& pass) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < evict_.size(); i += 64) sum += evict_[i];
+    sink_ += sum;
+    const auto start = Clock::now();
+    pass();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  template <class Frame>
+  void each_frame(Frame&& frame) {
+    for (uint64_t at = 0; at < o_.elements; at += o_.frame_elements) frame(at, std::min(o_.frame_elements, o_.elements - at));
+  }
+
+  void hash_frame(uint64_t at, uint64_t n) { sink_ += hash64(base_ + 2 * at, 2 * n) ^ hash64(target_ + 2 * at, 2 * n); }
+
+  uint64_t scan_frame(uint64_t at, uint64_t n) {
+    if (!scan_and_hash_available(2)) {  // no fused scan on this CPU: encode scans and hashes apart
+      hash_frame(at, n);
+      return scan_changes(base_ + 2 * at, target_ + 2 * at, n, 2, positions_.data());
+    }
+    StripeHash base_hash, target_hash;
+    base_hash.start(2 * n);
+    target_hash.start(2 * n);
+    const uint64_t found = scan_and_hash(base_ + 2 * at, target_ + 2 * at, 0, n, positions_.data(), &base_hash,
+                                         &target_hash, ChangedWords{base_words_.data(), target_words_.data()});
+    sink_ += base_hash.finish(base_ + 2 * at) ^ target_hash.finish(target_ + 2 * at);
+    return found;
+  }
+
+  void tokenise_frame(uint64_t at, uint64_t n) {
+    const uint64_t found = scan_frame(at, n);
+    const bool fused = scan_and_hash_available(2);
+    collector_.start(2, ValueMode::delta_sm, n, found);
+    collector_.add(base_ + 2 * at, target_ + 2 * at, positions_.data(), found,
+                   fused ? ChangedWords{base_words_.data(), target_words_.data()} : ChangedWords{nullptr, nullptr});
+    collector_.finish();
+    sink_ += collector_.delta_tokens().streams[0].size();
+  }
+
+  void encode_frame(uint64_t at, uint64_t n) {
+    const Box box{0, 0, 1, 0, n};
+    const Status status = encoder_.encode_delta(dense_region(box, 2, base_ + 2 * at),
+                                                dense_region(box, 2, target_ + 2 * at), {0, 1}, &frame_, nullptr);
+    encode_failures_ += status.is_ok() ? 0 : 1;
+    sink_ += frame_.size();
+  }
+
+  const Options& o_;
+  const uint8_t* base_;
+  const uint8_t* target_;
+  std::vector<uint16_t> copy_;
+  std::vector<uint32_t> positions_;
+  std::vector<uint16_t> base_words_, target_words_;
+  std::vector<uint8_t> evict_;  // larger than any last-level cache here
+  ChangeCollector collector_;
+  FrameEncoder encoder_;
+  std::vector<uint8_t> frame_;
+  uint64_t encode_failures_ = 0;
+  volatile uint64_t sink_ = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// One rate: the table rows of every stage, then what tokenising and the rest cost per change.
+bool run_rate(const Options& o, double percent) {
+  std::vector<uint16_t> base, target;
+  const uint64_t expected = make_pair(o, percent, &base, &target);
+  StageRunner runner(o, base.data(), target.data());
+  std::vector<double> times[kStages], ratios[kStages];
+  for (int rep = -1; rep < o.reps; ++rep) {  // -1: a warm-up, so that scratch is allocated and touched
+    double seconds[kStages];
+    uint64_t changed = 0;
+    runner.run(seconds, &changed);
+    if (changed != expected || !runner.encoded_ok()) {
+      std::fprintf(stderr, "encode_stages: at %.2f%% the scan found %llu changes of %llu made, or encode failed\n",
+                   percent, static_cast<unsigned long long>(changed), static_cast<unsigned long long>(expected));
+      return false;
+    }
+    for (int s = 0; s < kStages && rep >= 0; ++s) {
+      times[s].push_back(seconds[s]);
+      ratios[s].push_back(seconds[kMemcpy] / seconds[s]);
+    }
+  }
+  const double bytes = 2.0 * o.elements;
+  for (int s = 0; s < kStages; ++s) {
+    std::printf("%6.2f%%  %-7s %8.2f ms %7.2f GB/s   /cpy %.2f [%.2f-%.2f]\n", percent, kStageNames[s],
+                1e3 * median(times[s]), bytes / median(times[s]) / 1e9, median(ratios[s]),
+                *std::min_element(ratios[s].begin(), ratios[s].end()),
+                *std::max_element(ratios[s].begin(), ratios[s].end()));
+  }
+  const double per_change = 1e9 / static_cast<double>(std::max<uint64_t>(expected, 1));
+  const double scan = median(times[kScan]), tokens = median(times[kTokens]), encode = median(times[kEncode]);
+  const double at_target = median(times[kMemcpy]) / 0.6;  // encode at 0.6x memcpy
+  std::printf("%6.2f%%  %llu changes; ns a change: scan over hash %.2f, tokenise %.2f, rest of encode %.2f; "
+              "encode at 0.6x memcpy leaves %.2f after the scan\n",
+              percent, static_cast<unsigned long long>(expected), (scan - median(times[kHash])) * per_change,
+              (tokens - scan) * per_change, (encode - tokens) * per_change, (at_target - scan) * per_change);
+  return true;
+}
+
+std::vector<double> parse_rates(const std::string& text) {
+  std::vector<double> rates;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    rates.push_back(std::stod(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return rates;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace po = boost::program_options;
+  Options o;
+  std::string rates = "1,3,5";
+  po::options_description desc("dcr_encode_stages: single-thread encode time, stage by stage");
+  desc.add_options()("help", "this help")("rates", po::value(&rates)->default_value(rates),
+                                          "changed fractions in percent, comma-separated")(
+      "elements", po::value(&o.elements)->default_value(o.elements), "bf16 elements in the model")(
+      "frame-elements", po::value(&o.frame_elements)->default_value(o.frame_elements), "elements per frame")(
+      "reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions")(
+      "seed", po::value(&o.seed)->default_value(o.seed), "seed of the model and its step");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+    o.rates = parse_rates(rates);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dcr_encode_stages: %s\n", e.what());
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  const bool rates_ok = std::all_of(o.rates.begin(), o.rates.end(), [](double r) { return r > 0 && r <= 50; });
+  if (!rates_ok || o.reps < 1 || o.elements < 1024 || o.frame_elements < 1024 || o.frame_elements > kMaxFrameElements) {
+    std::fprintf(stderr, "dcr_encode_stages: need rates in (0, 50], --reps >= 1, --elements >= 1024, 1024 <= --frame-elements < 2^32\n");
+    return 2;
+  }
+  std::printf("%llu bf16 elements, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
+              "repetition, median [min-max]\n",
+              static_cast<unsigned long long>(o.elements), static_cast<unsigned long long>(o.frame_elements), o.reps);
+  for (double percent : o.rates) {
+    if (!run_rate(o, percent)) return 1;
+  }
+  return 0;
+}
