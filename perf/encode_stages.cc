@@ -9,14 +9,21 @@
 //   encode  FrameEncoder::encode_delta, the whole frame.
 // Each stage's speed is taken over the memcpy of its own repetition (median [min-max]), and the
 // differences between stages give what tokenising and the rest of encode (choices, entropy coding,
-// the frame) cost per change. Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] ...
+// the frame) cost per change. With --huge-pages the model's copies (base, target and memcpy's
+// destination) are advised onto transparent huge pages before they are first touched.
+// Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] [--huge-pages] ...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include <boost/program_options.hpp>
 
@@ -37,6 +44,24 @@ struct Options {
   uint64_t frame_elements = uint64_t{1} << 22;
   int reps = 7;
   uint64_t seed = 1;
+  bool huge_pages = false;
+};
+
+// `elements` bf16 values, not yet touched: on transparent huge pages where asked (and the kernel
+// allows; `madvise` mode, as on Debian, gives them only to advised ranges).
+struct Model {
+  struct Free {
+    void operator()(uint16_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint16_t[], Free> bits;
+  Model(uint64_t elements, bool huge_pages) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t bytes = (2 * elements + kHuge - 1) / kHuge * kHuge;
+    bits.reset(static_cast<uint16_t*>(std::aligned_alloc(kHuge, bytes)));
+    if (bits == nullptr) throw std::bad_alloc();
+    if (huge_pages) madvise(bits.get(), bytes, MADV_HUGEPAGE);
+  }
+  uint16_t* data() const { return bits.get(); }
 };
 
 enum Stage { kMemcpy, kHash, kScan, kTokens, kEncode, kStages };
@@ -51,23 +76,21 @@ uint64_t splitmix(uint64_t* state) {
 
 // bf16 weights of magnitude 2^-8 to 2^-4, either sign; the target moves `percent` of them (i.i.d.)
 // by whole ulps. Returns how many changed.
-uint64_t make_pair(const Options& o, double percent, std::vector<uint16_t>* base, std::vector<uint16_t>* target) {
+uint64_t make_pair(const Options& o, double percent, uint16_t* base, uint16_t* target) {
   uint64_t state = o.seed;
-  base->resize(o.elements);
-  target->resize(o.elements);
   const uint64_t threshold = static_cast<uint64_t>(percent / 100 * 18446744073709551615.0);
   uint64_t changed = 0;
   for (uint64_t i = 0; i < o.elements; ++i) {
     const uint64_t r = splitmix(&state);
     const uint16_t magnitude = static_cast<uint16_t>(((119 + r % 4) << 7) | ((r >> 8) & 0x7f));
-    (*base)[i] = static_cast<uint16_t>(magnitude | ((r >> 16) & 1) << 15);
-    (*target)[i] = (*base)[i];
+    base[i] = static_cast<uint16_t>(magnitude | ((r >> 16) & 1) << 15);
+    target[i] = base[i];
     const uint64_t c = splitmix(&state);
     if (c >= threshold) continue;
     const unsigned kind = (c >> 32) % 100;
     const uint16_t step = kind < 84 ? 1 : kind < 90 ? 2 : static_cast<uint16_t>(3 + (c >> 40) % 38);
     const uint16_t moved = (c & 1) ? magnitude + step : magnitude - step;
-    (*target)[i] = static_cast<uint16_t>(moved | ((*base)[i] & 0x8000));
+    target[i] = static_cast<uint16_t>(moved | (base[i] & 0x8000));
     ++changed;
   }
   return changed;
@@ -77,7 +100,7 @@ class StageRunner {
  public:
   StageRunner(const Options& o, const uint16_t* base, const uint16_t* target)
       : o_(o), base_(reinterpret_cast<const uint8_t*>(base)), target_(reinterpret_cast<const uint8_t*>(target)),
-        copy_(o.elements), positions_(o.frame_elements + kScanSlack), base_words_(o.frame_elements + 32),
+        copy_(o.elements, o.huge_pages), positions_(o.frame_elements + kScanSlack), base_words_(o.frame_elements + 32),
         target_words_(o.frame_elements + 32), evict_(size_t{128} << 20, 1) {
     EncodeOptions options;
     set_dtype(DType::bf16, &options);
@@ -148,7 +171,7 @@ class StageRunner {
   const Options& o_;
   const uint8_t* base_;
   const uint8_t* target_;
-  std::vector<uint16_t> copy_;
+  Model copy_;
   std::vector<uint32_t> positions_;
   std::vector<uint16_t> base_words_, target_words_;
   std::vector<uint8_t> evict_;  // larger than any last-level cache here
@@ -166,8 +189,8 @@ double median(std::vector<double> v) {
 
 // One rate: the table rows of every stage, then what tokenising and the rest cost per change.
 bool run_rate(const Options& o, double percent) {
-  std::vector<uint16_t> base, target;
-  const uint64_t expected = make_pair(o, percent, &base, &target);
+  const Model base(o.elements, o.huge_pages), target(o.elements, o.huge_pages);
+  const uint64_t expected = make_pair(o, percent, base.data(), target.data());
   StageRunner runner(o, base.data(), target.data());
   std::vector<double> times[kStages], ratios[kStages];
   for (int rep = -1; rep < o.reps; ++rep) {  // -1: a warm-up, so that scratch is allocated and touched
@@ -224,7 +247,8 @@ int main(int argc, char** argv) {
       "elements", po::value(&o.elements)->default_value(o.elements), "bf16 elements in the model")(
       "frame-elements", po::value(&o.frame_elements)->default_value(o.frame_elements), "elements per frame")(
       "reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions")(
-      "seed", po::value(&o.seed)->default_value(o.seed), "seed of the model and its step");
+      "seed", po::value(&o.seed)->default_value(o.seed), "seed of the model and its step")(
+      "huge-pages", po::bool_switch(&o.huge_pages), "advise the model's copies onto transparent huge pages");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -243,9 +267,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dcr_encode_stages: need rates in (0, 50], --reps >= 1, --elements >= 1024, 1024 <= --frame-elements < 2^32\n");
     return 2;
   }
-  std::printf("%llu bf16 elements, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
+  std::printf("%llu bf16 elements%s, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
               "repetition, median [min-max]\n",
-              static_cast<unsigned long long>(o.elements), static_cast<unsigned long long>(o.frame_elements), o.reps);
+              static_cast<unsigned long long>(o.elements), o.huge_pages ? " on huge pages" : "",
+              static_cast<unsigned long long>(o.frame_elements), o.reps);
   for (double percent : o.rates) {
     if (!run_rate(o, percent)) return 1;
   }
