@@ -464,13 +464,13 @@ Status ChangeReader::open_contexts(ByteReader* payload) {
 
 namespace {
 
-// The contexts of changes [j, n) that lie below box position `end`, from the base bits of `data`
-// (indexed by box position), elements of W bytes (0: of `width`); returns the first change past them.
+// The contexts of changes [j, n) that lie in the run of box elements [start, end), from the base
+// bits of `run`, elements of W bytes (0: of `width`); returns the first change past them.
 template <unsigned W>
-uint64_t read_contexts(const uint8_t* data, const uint32_t* positions, uint64_t j, uint64_t n, uint64_t end,
-                       unsigned shift, uint8_t* contexts, unsigned width = W) {
+uint64_t read_contexts(const uint8_t* run, uint64_t start, uint64_t end, const uint32_t* positions, uint64_t j,
+                       uint64_t n, unsigned shift, uint8_t* contexts, unsigned width = W) {
   for (; j < n && positions[j] < end; ++j) {
-    contexts[j] = static_cast<uint8_t>(load_word(data, positions[j], W == 0 ? width : W) >> shift);
+    contexts[j] = static_cast<uint8_t>(load_word(run, positions[j] - start, W == 0 ? width : W) >> shift);
   }
   return j;
 }
@@ -494,9 +494,9 @@ Status ChangeReader::decode_contexts(uint64_t upto) {
       run_start_ = run_end_;
       run_end_ += runs[++base_run_].elements;
     }
-    const uint8_t* data = runs[base_run_].data - run_start_ * width;  // indexed by box position
-    j = width == 2 ? read_contexts<2>(data, positions, j, n, run_end_, shift, contexts)
-                   : read_contexts<0>(data, positions, j, n, run_end_, shift, contexts, width);
+    const uint8_t* run = runs[base_run_].data;
+    j = width == 2 ? read_contexts<2>(run, run_start_, run_end_, positions, j, n, shift, contexts)
+                   : read_contexts<0>(run, run_start_, run_end_, positions, j, n, shift, contexts, width);
   }
   unsigned short_bucket = 0;
   if (!merge_buckets(contexts, n, rule_, bucket_of_, context_tokens_.data(), bucket_next_, bucket_end_,
