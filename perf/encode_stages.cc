@@ -116,7 +116,7 @@ class StageRunner {
     seconds[kEncode] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { encode_frame(at, n); }); });
   }
 
-  bool encoded_ok() const { return encode_failures_ == 0; }
+  const Status& encode_status() const { return encode_status_; }  // the first failure, if any
 
  private:
   template <class Pass>
@@ -164,7 +164,7 @@ class StageRunner {
     const Box box{0, 0, 1, 0, n};
     const Status status = encoder_.encode_delta(dense_region(box, 2, base_ + 2 * at),
                                                 dense_region(box, 2, target_ + 2 * at), {0, 1}, &frame_, nullptr);
-    encode_failures_ += status.is_ok() ? 0 : 1;
+    if (encode_status_.is_ok()) encode_status_ = status;
     sink_ += frame_.size();
   }
 
@@ -178,7 +178,7 @@ class StageRunner {
   ChangeCollector collector_;
   FrameEncoder encoder_;
   std::vector<uint8_t> frame_;
-  uint64_t encode_failures_ = 0;
+  Status encode_status_;
   volatile uint64_t sink_ = 0;
 };
 
@@ -197,9 +197,13 @@ bool run_rate(const Options& o, double percent) {
     double seconds[kStages];
     uint64_t changed = 0;
     runner.run(seconds, &changed);
-    if (changed != expected || !runner.encoded_ok()) {
-      std::fprintf(stderr, "encode_stages: at %.2f%% the scan found %llu changes of %llu made, or encode failed\n",
-                   percent, static_cast<unsigned long long>(changed), static_cast<unsigned long long>(expected));
+    if (!runner.encode_status().is_ok()) {
+      std::fprintf(stderr, "encode_stages: at %.2f%%: %s\n", percent, runner.encode_status().to_string().c_str());
+      return false;
+    }
+    if (changed != expected) {
+      std::fprintf(stderr, "encode_stages: at %.2f%% the scan found %llu changes, the step made %llu\n", percent,
+                   static_cast<unsigned long long>(changed), static_cast<unsigned long long>(expected));
       return false;
     }
     for (int s = 0; s < kStages && rep >= 0; ++s) {
@@ -229,7 +233,14 @@ std::vector<double> parse_rates(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
-    rates.push_back(std::stod(text.substr(start, comma - start)));
+    const std::string item = text.substr(start, comma - start);
+    size_t used = 0;
+    try {
+      rates.push_back(std::stod(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw std::invalid_argument("--rates: '" + item + "' is not a number");
     start = comma + 1;
   }
   return rates;
