@@ -1,8 +1,8 @@
 // Internal to the codec: value packing contexts (docs/frame-format.md). How far a float moves in
 // ulps at one optimizer step depends on its magnitude: a small weight moves many ulps, a large one
 // at most one. The receiver applies in place, so it holds every change's base bits before it
-// decodes the change; their exponent is a free context. Each change's value token goes to the
-// stream of its context bucket, each bucket with its own rANS table.
+// decodes the change; their exponent is a free context. Each change's value token is coded with the
+// rANS table of its context bucket, all of them in one stream (StreamCodec::write_buckets).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dcr/codec/rans.h"
+#include "dcr/codec/stream.h"
 #include "src/codec/buffer.h"
 
 namespace dcr {
@@ -34,15 +35,15 @@ struct Section;
 
 // Chooses the rule for n changes from their base contexts ((base >> shift) & 0xff) and value
 // tokens, by the estimated size of the section, and builds the section: a raw stream of the rule's
-// three bytes (shift, first, buckets), one stream of value tokens per bucket, and the tokens' extra
-// bits (stream 1 of `value_tokens`, shared as is).
+// three bytes (shift, first, buckets), the token stream, each token by its bucket's table, and the
+// tokens' extra bits (stream 1 of `value_tokens`, shared as is).
 class ContextCoder {
  public:
   ContextCoder();
   // Returns the estimated bytes of the section's rule and token streams (not its extra bits).
   double choose(const uint8_t* contexts, const uint8_t* tokens, uint64_t n, uint8_t shift);
   const ContextRule& rule() const { return rule_; }
-  void build(const uint8_t* contexts, const Section& value_tokens, Section* out) const;
+  void build(const uint8_t* contexts, const Section& value_tokens, StreamCodec* codec, Section* out);
 
  private:
   double estimate(unsigned first, unsigned buckets) const;
@@ -54,14 +55,9 @@ class ContextCoder {
   unsigned symbols_ = 256;       // the sampled tokens lie below it
   double single_[256];           // each context's estimate as a bucket of its own
   std::vector<Histogram> rows_;  // value tokens by context (rows of contexts present only)
-  mutable Buffer<uint8_t> bucket_tokens_;  // the built section's bucket streams are views of it
+  Buffer<uint8_t> buckets_;      // each change's bucket
+  std::vector<uint32_t> counts_;  // tokens by bucket, for the tables: two interleaved sets
+  std::vector<Histogram> bucket_counts_;
 };
-
-// The decoder's side, the inverse of build's scatter: out[j] for changes [0, n) is the next token
-// of the bucket of contexts[j] (bucket_of: ContextRule::fill_table), bucket b's being
-// tokens[next[b], end[b]); `tokens` must be readable 64 bytes past the last end. Returns false,
-// with the bucket in *short_bucket, where a bucket has fewer tokens than its changes.
-bool merge_buckets(const uint8_t* contexts, uint64_t n, const ContextRule& rule, const uint8_t* bucket_of,
-                   const uint8_t* tokens, uint64_t* next, const uint64_t* end, uint8_t* out, unsigned* short_bucket);
 
 }  // namespace dcr

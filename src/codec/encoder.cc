@@ -366,7 +366,7 @@ bool FrameEncoder::contexts_pay(PosCoding pos, ValueChoice values, const Region&
                                : gaps + measure(tokens, options_, &s.codec, &s.trial);
     if (gaps + choose_contexts(base, positions, changed) >= current) return false;
   }
-  s.contexts.build(s.base_contexts.data(), tokens, &s.context_values);
+  s.contexts.build(s.base_contexts.data(), tokens, &s.codec, &s.context_values);
   return true;
 }
 

@@ -172,41 +172,51 @@ inline bool decode_checked(uint32_t& x, const RansSlot* lookup, const uint8_t* c
   return true;
 }
 
+// Symbol i's table: the one table of a plain stream (OneTable), or that of its bucket
+// (BucketTables). Templates, so a plain stream's loops test nothing per symbol; the loops take them
+// by value, so they stay in registers (in memory, each word stored through a byte pointer could
+// alias them, and they would be loaded again).
+struct OneTable {
+  const RansTable& table;
+  const RansTable& of(size_t) const { return table; }
+};
+struct BucketTables {
+  const RansTable* tables;
+  const uint8_t* buckets;
+  unsigned count;
+  const RansTable& of(size_t i) const { return tables[buckets[i]]; }
+};
+
 // Symbol i is coded by state i % N; the N chains are independent, so their latencies overlap.
 // Within a group the states are encoded N-1 down to 0, so the decoder refills them 0 up to N-1.
-template <unsigned N>
-void encode_groups(const uint8_t* symbols, size_t groups, const RansTable& table, uint32_t* x, uint8_t*& ptr) {
+template <unsigned N, class Tables>
+void encode_groups(const uint8_t* symbols, size_t groups, Tables t, uint32_t* x, uint8_t*& ptr) {
   for (size_t g = groups; g-- > 0;) {
-    for (unsigned k = N; k-- > 0;) encode_one(x[k], symbols[N * g + k], table, ptr);
+    for (unsigned k = N; k-- > 0;) encode_one(x[k], symbols[N * g + k], t.of(N * g + k), ptr);
   }
+}
+
+inline void encode_groups_avx512(const uint8_t* symbols, size_t groups, const OneTable& t, uint32_t* x,
+                                 uint8_t*& ptr) {
+  rans_encode_groups_avx512(symbols, groups, t.table, x, ptr);
+}
+inline void encode_groups_avx512(const uint8_t* symbols, size_t groups, const BucketTables& t, uint32_t* x,
+                                 uint8_t*& ptr) {
+  rans_encode_bucket_groups_avx512(symbols, t.buckets, groups, t.tables, t.count, x, ptr);
 }
 
 // The symbols past the last full group of N first (the encoder runs backwards), then the groups.
-template <unsigned N>
-void encode_lanes(const uint8_t* symbols, size_t count, const RansTable& table, uint32_t* x, uint8_t*& ptr) {
+template <unsigned N, class Tables>
+void encode_lanes(const uint8_t* symbols, size_t count, Tables t, uint32_t* x, uint8_t*& ptr) {
   size_t i = count;
-  for (; i % N != 0; --i) encode_one(x[(i - 1) % N], symbols[i - 1], table, ptr);
-  if (N == 32 && simd_level() >= SimdLevel::avx512) return rans_encode_groups_avx512(symbols, i / N, table, x, ptr);
-  encode_groups<N>(symbols, i / N, table, x, ptr);
+  for (; i % N != 0; --i) encode_one(x[(i - 1) % N], symbols[i - 1], t.of(i - 1), ptr);
+  if (N == 32 && simd_level() >= SimdLevel::avx512) return encode_groups_avx512(symbols, i / N, t, x, ptr);
+  encode_groups<N>(symbols, i / N, t, x, ptr);
 }
 
-// Whole groups while 2N bytes remain (at most one word per state): no bounds checks. Returns the
-// symbols decoded.
-template <unsigned N>
-size_t decode_groups(const uint8_t* code, size_t code_bytes, const RansSlot* lookup, size_t count, uint32_t* x,
-                     size_t& pos, uint8_t* symbols) {
-  size_t i = 0;
-  for (; i + N <= count && code_bytes - pos >= 2 * N; i += N) {
-    for (unsigned k = 0; k < N; ++k) symbols[i + k] = decode_step(x[k], lookup);
-    for (unsigned k = 0; k < N; ++k) refill(x[k], code, pos);
-  }
-  return i;
-}
-
-}  // namespace
-
-void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
-                 std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
+template <class Tables>
+void encode(const uint8_t* symbols, size_t count, Tables t, unsigned lanes, std::vector<uint8_t>* scratch,
+            std::vector<uint8_t>* out) {
   const size_t state_bytes = 4 * lanes;
   const size_t room = 2 * count + state_bytes + 16;
   if (scratch->size() < room) scratch->resize(room);  // only grows: a shrink would zero-fill on the next grow
@@ -215,9 +225,9 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, u
   uint32_t x[32];
   std::fill(x, x + lanes, kLow);
   if (lanes == 32) {
-    encode_lanes<32>(symbols, count, table, x, ptr);
+    encode_lanes<32>(symbols, count, t, x, ptr);
   } else {
-    encode_lanes<4>(symbols, count, table, x, ptr);
+    encode_lanes<4>(symbols, count, t, x, ptr);
   }
   uint8_t states[128];  // x0 first, each little-endian, ahead of the code
   for (unsigned k = 0; k < lanes; ++k) store_le(states + 4 * k, x[k], 4);
@@ -225,19 +235,71 @@ void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, u
   out->insert(out->end(), ptr, end - state_bytes);
 }
 
+// Symbol i's slot table, as OneTable and BucketTables give its table.
+struct OneSlots {
+  const RansSlot* lookup;
+  const uint8_t* buckets() const { return nullptr; }
+  const RansSlot* of(size_t) const { return lookup; }
+  OneSlots from(size_t) const { return *this; }
+};
+struct BucketSlots {
+  const RansSlot* lookup;
+  const uint8_t* bucket;
+  const uint8_t* buckets() const { return bucket; }
+  const RansSlot* of(size_t i) const { return lookup + (static_cast<size_t>(bucket[i]) << kRansProbBits); }
+  BucketSlots from(size_t i) const { return {lookup, bucket + i}; }  // symbol i as symbol 0
+};
+
+// Whole groups while 2N bytes remain (at most one word per state): no bounds checks. Returns the
+// symbols decoded.
+template <unsigned N, class Slots>
+size_t decode_groups(const uint8_t* code, size_t code_bytes, Slots slots, size_t count, uint32_t* x,
+                     size_t& pos, uint8_t* symbols) {
+  size_t i = 0;
+  for (; i + N <= count && code_bytes - pos >= 2 * N; i += N) {
+    for (unsigned k = 0; k < N; ++k) symbols[i + k] = decode_step(x[k], slots.of(i + k));
+    for (unsigned k = 0; k < N; ++k) refill(x[k], code, pos);
+  }
+  return i;
+}
+
+void fill_slots(const RansTable& table, RansSlot* lookup) {
+  if (simd_level() >= SimdLevel::avx512) return rans_fill_slots_avx512(table, lookup);
+  for (int s = 0; s < 256; ++s) {
+    const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
+    for (uint32_t k = 0; k < f; ++k) lookup[c + k] = rans_slot(f, k, static_cast<uint8_t>(s));
+  }
+}
+
+}  // namespace
+
+void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
+                 std::vector<uint8_t>* scratch, std::vector<uint8_t>* out) {
+  encode(symbols, count, OneTable{table}, lanes, scratch, out);
+}
+
+void rans_encode_buckets(const uint8_t* symbols, const uint8_t* buckets, size_t count, const RansTable* tables,
+                         unsigned table_count, unsigned lanes, std::vector<uint8_t>* scratch,
+                         std::vector<uint8_t>* out) {
+  encode(symbols, count, BucketTables{tables, buckets, table_count}, lanes, scratch, out);
+}
+
 Status RansDecoder::start(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count,
                           unsigned lanes, RansSlot* lookup) {
+  fill_slots(table, lookup);
+  return begin(code, code_bytes, count, lanes, lookup);
+}
+
+Status RansDecoder::start_buckets(const uint8_t* code, size_t code_bytes, const RansTable* tables,
+                                  unsigned table_count, size_t count, unsigned lanes, RansSlot* lookup) {
+  for (unsigned b = 0; b < table_count; ++b) fill_slots(tables[b], lookup + b * size_t{kRansProbScale});
+  return begin(code, code_bytes, count, lanes, lookup);
+}
+
+Status RansDecoder::begin(const uint8_t* code, size_t code_bytes, size_t count, unsigned lanes, RansSlot* lookup) {
   const size_t state_bytes = 4 * lanes;
   DCR_REQUIRE(code_bytes >= state_bytes, Code::corrupt,
               "rANS stream shorter than its " + std::to_string(lanes) + " states");
-  if (simd_level() >= SimdLevel::avx512) {
-    rans_fill_slots_avx512(table, lookup);
-  } else {
-    for (int s = 0; s < 256; ++s) {
-      const uint32_t f = table.freq(static_cast<uint8_t>(s)), c = table.cum(static_cast<uint8_t>(s));
-      for (uint32_t k = 0; k < f; ++k) lookup[c + k] = rans_slot(f, k, static_cast<uint8_t>(s));
-    }
-  }
   for (unsigned k = 0; k < lanes; ++k) {
     x_[k] = static_cast<uint32_t>(get_le(code + 4 * k, 4));
     DCR_REQUIRE(x_[k] >= kLow && x_[k] < kHigh, Code::corrupt, "rANS stream: initial state out of range");
@@ -252,21 +314,35 @@ Status RansDecoder::start(const uint8_t* code, size_t code_bytes, const RansTabl
   return Status::ok();
 }
 
-Status RansDecoder::decode(size_t upto, uint8_t* symbols) {
-  const size_t n = upto - done_;
-  uint8_t* out = symbols + done_;
-  size_t i;
-  if (lanes_ == 32) {
-    i = simd_level() >= SimdLevel::avx512 ? rans_decode_groups_avx512(code_, code_bytes_, lookup_, n, x_, pos_, out)
-                                          : decode_groups<32>(code_, code_bytes_, lookup_, n, x_, pos_, out);
-  } else {
-    i = decode_groups<4>(code_, code_bytes_, lookup_, n, x_, pos_, out);
-  }
-  for (; i < n; ++i) {  // done_ is a multiple of the lanes, so symbol done_ + i takes state i % lanes
-    if (!decode_checked(x_[i % lanes_], lookup_, code_, code_bytes_, pos_, &out[i])) {
-      return Status(Code::corrupt, "rANS stream: truncated");
+// Up to a whole group one symbol at a time (bucket code decodes to any count), then whole groups,
+// then the rest; false where the code runs out.
+template <class Slots>
+bool RansDecoder::decode_with(size_t upto, uint8_t* symbols, Slots slots) {
+  size_t i = done_;
+  const auto one_at_a_time = [&](size_t end) {  // symbol i takes state i % lanes (a power of two)
+    for (; i < end; ++i) {
+      if (!decode_checked(x_[i & (lanes_ - 1)], slots.of(i), code_, code_bytes_, pos_, &symbols[i])) return false;
     }
+    return true;
+  };
+  if (!one_at_a_time(std::min(upto, (i + lanes_ - 1) / lanes_ * lanes_))) return false;
+  if (i == upto) return true;
+  const auto group_slots = slots.from(i);
+  if (lanes_ == 32 && simd_level() >= SimdLevel::avx512) {
+    i += rans_decode_groups_avx512(code_, code_bytes_, lookup_, group_slots.buckets(), upto - i, x_, pos_,
+                                   symbols + i);
+  } else if (lanes_ == 32) {
+    i += decode_groups<32>(code_, code_bytes_, group_slots, upto - i, x_, pos_, symbols + i);
+  } else {
+    i += decode_groups<4>(code_, code_bytes_, group_slots, upto - i, x_, pos_, symbols + i);
   }
+  return one_at_a_time(upto);
+}
+
+Status RansDecoder::decode(size_t upto, uint8_t* symbols, const uint8_t* buckets) {
+  const bool ok = buckets != nullptr ? decode_with(upto, symbols, BucketSlots{lookup_, buckets})
+                                     : decode_with(upto, symbols, OneSlots{lookup_});
+  DCR_REQUIRE(ok, Code::corrupt, "rANS stream: truncated");
   done_ = upto;
   if (done_ < count_) return Status::ok();
   bool final_states = true;

@@ -1,5 +1,8 @@
 #include "src/codec/rans_avx512.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "src/codec/simd_x86.h"
 
 namespace dcr {
@@ -50,13 +53,10 @@ DCR_AVX512 inline __m512i mul_shift(__m512i x, __m512i rcp, __m512i shift) {
   return _mm512_mask_blend_epi32(0xaaaa, even, _mm512_slli_epi64(odd, 32));
 }
 
-// Encodes sixteen symbols with the states in `x`: the lanes at or above freq << 19 emit their low
-// 16 bits first (compressed into lane order, below `ptr`), then x' = x + cum + q (2^12 - freq).
-template <unsigned Range>
-DCR_AVX512 inline void encode16(__m512i s, const __m512i* packed, const __m512i* reciprocal, const EncodeTables& t,
-                                __m512i& x, uint8_t*& ptr) {
-  const __m512i word = lookup<Range>(packed, t.packed, s);
-  const __m512i rcp = lookup<Range>(reciprocal, t.reciprocal, s);
+// Encodes sixteen symbols, given their packed words and reciprocals, with the states in `x`: the
+// lanes at or above freq << 19 emit their low 16 bits first (compressed into lane order, below
+// `ptr`), then x' = x + cum + q (2^12 - freq).
+DCR_AVX512 inline void encode16_with(__m512i word, __m512i rcp, __m512i& x, uint8_t*& ptr) {
   const __m512i f = _mm512_and_si512(word, _mm512_set1_epi32(0x1fff));
   const __mmask16 emit = _mm512_cmpge_epu32_mask(x, _mm512_slli_epi32(f, 31 - kRansProbBits));
   const unsigned emitted = static_cast<unsigned>(__builtin_popcount(emit));
@@ -71,8 +71,22 @@ DCR_AVX512 inline void encode16(__m512i s, const __m512i* packed, const __m512i*
                        _mm512_mullo_epi32(q, _mm512_sub_epi32(_mm512_set1_epi32(kRansProbScale), f)));
 }
 
+template <unsigned Range>
+DCR_AVX512 inline void encode16(__m512i s, const __m512i* packed, const __m512i* reciprocal, const EncodeTables& t,
+                                __m512i& x, uint8_t*& ptr) {
+  encode16_with(lookup<Range>(packed, t.packed, s), lookup<Range>(reciprocal, t.reciprocal, s), x, ptr);
+}
+
 DCR_AVX512 inline __m512i load_symbols16(const uint8_t* symbols) {
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(symbols)));
+}
+
+// Sixteen symbols with a table each, by their buckets: gathered from every table's entries in
+// turn (bucket b's symbol s at b * 256 + s).
+DCR_AVX512 inline void encode16_buckets(const uint8_t* symbols, const uint8_t* buckets, const uint32_t* packed,
+                                        const uint32_t* reciprocal, __m512i& x, uint8_t*& ptr) {
+  const __m512i index = _mm512_or_si512(_mm512_slli_epi32(load_symbols16(buckets), 8), load_symbols16(symbols));
+  encode16_with(_mm512_i32gather_epi32(index, packed, 4), _mm512_i32gather_epi32(index, reciprocal, 4), x, ptr);
 }
 
 // States 16-31 go first in each group: the scalar loop encodes state 31 down to 0, so their words
@@ -108,6 +122,25 @@ DCR_AVX512 void rans_encode_groups_avx512(const uint8_t* symbols, size_t groups,
   _mm512_storeu_si512(states + 16, high);
 }
 
+DCR_AVX512 void rans_encode_bucket_groups_avx512(const uint8_t* symbols, const uint8_t* buckets, size_t groups,
+                                                 const RansTable* tables, unsigned table_count, uint32_t* states,
+                                                 uint8_t*& ptr) {
+  std::vector<uint32_t> packed(256 * size_t{table_count}), reciprocal(packed.size());
+  for (unsigned b = 0; b < table_count; ++b) {
+    EncodeTables t;
+    build(tables[b], &t);
+    std::copy(t.packed, t.packed + 256, packed.data() + 256 * b);
+    std::copy(t.reciprocal, t.reciprocal + 256, reciprocal.data() + 256 * b);
+  }
+  __m512i low = _mm512_loadu_si512(states), high = _mm512_loadu_si512(states + 16);
+  for (size_t g = groups; g-- > 0;) {  // states 16-31 first, as in encode_loop
+    encode16_buckets(symbols + 32 * g + 16, buckets + 32 * g + 16, packed.data(), reciprocal.data(), high, ptr);
+    encode16_buckets(symbols + 32 * g, buckets + 32 * g, packed.data(), reciprocal.data(), low, ptr);
+  }
+  _mm512_storeu_si512(states, low);
+  _mm512_storeu_si512(states + 16, high);
+}
+
 DCR_AVX512 void rans_fill_slots_avx512(const RansTable& table, RansSlot* lookup) {
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   for (int s = 0; s < 256; ++s) {
@@ -125,11 +158,15 @@ DCR_AVX512 void rans_fill_slots_avx512(const RansTable& table, RansSlot* lookup)
 namespace {
 
 // Decodes sixteen symbols with the states in `x`, then refills the lanes that fell below kRansLow
-// from the next words in lane order (an expand), as the scalar loop refills states in turn.
-DCR_AVX512 inline void decode16(const uint8_t* code, const RansSlot* lookup, __m512i& x, size_t& pos,
-                                uint8_t* symbols) {
+// from the next words in lane order (an expand), as the scalar loop refills states in turn. With
+// Buckets, each symbol's slot comes from the table of its bucket.
+template <bool Buckets>
+DCR_AVX512 inline void decode16(const uint8_t* code, const RansSlot* lookup, const uint8_t* buckets, __m512i& x,
+                                size_t& pos, uint8_t* symbols) {
   const __m512i low12 = _mm512_set1_epi32(kRansProbScale - 1);
-  const __m512i slot = avx512::gather32<4>(lookup, _mm512_and_si512(x, low12));
+  __m512i index = _mm512_and_si512(x, low12);
+  if (Buckets) index = _mm512_or_si512(index, _mm512_slli_epi32(load_symbols16(buckets), kRansProbBits));
+  const __m512i slot = avx512::gather32<4>(lookup, index);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(symbols), _mm512_cvtepi32_epi8(slot));
   const __m512i freq = _mm512_add_epi32(_mm512_srli_epi32(slot, 20), _mm512_set1_epi32(1));
   const __m512i offset = _mm512_and_si512(_mm512_srli_epi32(slot, 8), low12);
@@ -140,27 +177,39 @@ DCR_AVX512 inline void decode16(const uint8_t* code, const RansSlot* lookup, __m
   pos += 2 * static_cast<size_t>(__builtin_popcount(need));
 }
 
-}  // namespace
-
 // The two registers of states decode independently; their refills take words in state order.
-DCR_AVX512 size_t rans_decode_groups_avx512(const uint8_t* code, size_t code_bytes, const RansSlot* lookup,
-                                            size_t count, uint32_t* states, size_t& pos, uint8_t* symbols) {
+template <bool Buckets>
+DCR_AVX512 size_t decode_groups(const uint8_t* code, size_t code_bytes, const RansSlot* lookup,
+                                const uint8_t* buckets, size_t count, uint32_t* states, size_t& pos,
+                                uint8_t* symbols) {
   __m512i low = _mm512_loadu_si512(states), high = _mm512_loadu_si512(states + 16);
   size_t i = 0;
   for (; i + 32 <= count && code_bytes - pos >= 64; i += 32) {
-    decode16(code, lookup, low, pos, symbols + i);
-    decode16(code, lookup, high, pos, symbols + i + 16);
+    decode16<Buckets>(code, lookup, Buckets ? buckets + i : nullptr, low, pos, symbols + i);
+    decode16<Buckets>(code, lookup, Buckets ? buckets + i + 16 : nullptr, high, pos, symbols + i + 16);
   }
   _mm512_storeu_si512(states, low);
   _mm512_storeu_si512(states + 16, high);
   return i;
 }
 
+}  // namespace
+
+DCR_AVX512 size_t rans_decode_groups_avx512(const uint8_t* code, size_t code_bytes, const RansSlot* lookup,
+                                            const uint8_t* buckets, size_t count, uint32_t* states, size_t& pos,
+                                            uint8_t* symbols) {
+  if (buckets != nullptr) return decode_groups<true>(code, code_bytes, lookup, buckets, count, states, pos, symbols);
+  return decode_groups<false>(code, code_bytes, lookup, buckets, count, states, pos, symbols);
+}
+
 #else
 
 void rans_fill_slots_avx512(const RansTable&, RansSlot*) {}
 void rans_encode_groups_avx512(const uint8_t*, size_t, const RansTable&, uint32_t*, uint8_t*&) {}
-size_t rans_decode_groups_avx512(const uint8_t*, size_t, const RansSlot*, size_t, uint32_t*, size_t&, uint8_t*) {
+void rans_encode_bucket_groups_avx512(const uint8_t*, const uint8_t*, size_t, const RansTable*, unsigned, uint32_t*,
+                                      uint8_t*&) {}
+size_t rans_decode_groups_avx512(const uint8_t*, size_t, const RansSlot*, const uint8_t*, size_t, uint32_t*, size_t&,
+                                 uint8_t*) {
   return 0;
 }
 

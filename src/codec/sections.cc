@@ -23,6 +23,7 @@ void Section::reset(size_t count) {
     s.try_zstd = false;
     s.raw_only = false;
     s.counted = false;
+    s.coded = false;
   }
 }
 
@@ -36,6 +37,10 @@ Histogram RawStream::histogram() const {
 double Section::estimate() const {
   double total = 0;
   for (const RawStream& s : streams) {
+    if (s.coded) {
+      total += static_cast<double>(s.size());
+      continue;
+    }
     if (s.raw_only) {
       total += 3 + static_cast<double>(s.size());  // coder byte, two varints, the bytes
       continue;
@@ -49,6 +54,10 @@ size_t Section::write(StreamCodec* codec, int zstd_level, bool zstd_everywhere,
                       std::vector<uint8_t>* out) const {
   const size_t before = out->size();
   for (const RawStream& s : streams) {
+    if (s.coded) {
+      out->insert(out->end(), s.data(), s.data() + s.size());
+      continue;
+    }
     StreamOptions options;
     options.try_zstd = s.try_zstd || zstd_everywhere;
     options.raw_only = s.raw_only && !zstd_everywhere;  // exhaustive mode tries every coder
@@ -424,7 +433,7 @@ Status ChangeReader::decode_joint(uint64_t upto) {
   return Status::ok();
 }
 
-// Slots: the rule and each bucket's tokens 2 (copied out at once), the extra bits 3.
+// Slots: the rule, then the token stream 2 (decoded as far as asked), the extra bits 3.
 Status ChangeReader::open_contexts(ByteReader* payload) {
   lazy_values_ = false;
   DCR_REQUIRE(base_ != nullptr && !base_->empty(), Code::invalid_argument,
@@ -439,55 +448,47 @@ Status ChangeReader::open_contexts(ByteReader* payload) {
               Code::corrupt, "context rule (shift " + std::to_string(rule_.shift) + ", first " +
                                  std::to_string(rule_.first) + ", buckets " + std::to_string(rule_.buckets) +
                                  ") is out of range");
-  grow_to(&context_tokens_, h_.changed + 64);  // merge_buckets reads whole registers
-  uint64_t total = 0;
-  for (unsigned b = 0; b < rule_.buckets; ++b) {
-    DCR_TRY(codec_->read(payload, h_.changed - total, 2, &bytes, &size));
-    if (size != 0) std::memcpy(context_tokens_.data() + total, bytes, size);
-    bucket_next_[b] = total;
-    total += size;
-    bucket_end_[b] = total;
-  }
-  DCR_REQUIRE(total == h_.changed, Code::corrupt,
-              "context token streams hold " + std::to_string(total) + " tokens, expected " + std::to_string(h_.changed));
-  grow_to(&merged_tokens_, h_.changed);
   rule_.fill_table(bucket_of_);
-  Tokens& t = merged_values_;
+  grow_to(&buckets_, h_.changed);
+  buckets_done_ = 0;
+  Tokens& t = context_values_;
   t.codec = codec_;
-  t.slot = -1;  // the symbols are merged_tokens_
+  t.slot = -1;  // the symbols decode in decode_contexts, by their buckets
   t.what = "context value token";
-  t.symbols = merged_tokens_.data();
   t.n = h_.changed;
   t.done = t.bit_pos = 0;
+  DCR_TRY(codec_->open_buckets(payload, h_.changed, rule_.buckets, 2, &t.symbols));
   return codec_->read(payload, 8 * h_.changed, 3, &t.extras, &t.extra_bytes);
 }
 
 namespace {
 
-// The contexts of changes [j, n) that lie in the run of box elements [start, end), from the base
+// The buckets of changes [j, n) that lie in the run of box elements [start, end), from the base
 // bits of `run`, elements of W bytes (0: of `width`); returns the first change past them.
 template <unsigned W>
-uint64_t read_contexts(const uint8_t* run, uint64_t start, uint64_t end, const uint32_t* positions, uint64_t j,
-                       uint64_t n, unsigned shift, uint8_t* contexts, unsigned width = W) {
+uint64_t read_buckets(const uint8_t* run, uint64_t start, uint64_t end, const uint32_t* positions, uint64_t j,
+                      uint64_t n, unsigned shift, const uint8_t* bucket_of, uint8_t* buckets, unsigned width = W) {
   for (; j < n && positions[j] < end; ++j) {
-    contexts[j] = static_cast<uint8_t>(load_word(run, positions[j] - start, W == 0 ? width : W) >> shift);
+    buckets[j] = bucket_of[static_cast<uint8_t>(load_word(run, positions[j] - start, W == 0 ? width : W) >> shift)];
   }
   return j;
 }
 
 }  // namespace
 
-// Words [values_done_, upto): each change's token comes next from the bucket of the base bits at
-// its position (not yet scattered over: changes are applied only once decoded). The changes'
-// contexts are read first, then their tokens merged back into change order (merge_buckets) and
-// detokenised with their extra bits like any token pair.
+// Words [values_done_, upto): each change's token is decoded by the table of the bucket of the base
+// bits at its position (not yet scattered over: changes are applied only once decoded). The
+// changes' buckets are read first, then their tokens decoded and detokenised with their extra bits
+// like any token pair. Tokens decode in whole groups of the stream's states, up to the next multiple
+// of kSlice: their positions are decoded (decode's slices are whole) and their base bits are
+// still in place.
 Status ChangeReader::decode_contexts(uint64_t upto) {
   const unsigned width = h_.elem_width, shift = rule_.shift;
   const std::vector<ElementRun>& runs = *base_;
-  const uint64_t n = upto - values_done_;
-  uint8_t* contexts = grow_to(&contexts_of_, n);
-  const uint32_t* positions = positions_ + values_done_;
-  for (uint64_t j = 0; j < n;) {
+  const uint32_t* positions = positions_;
+  uint8_t* buckets = buckets_.data();
+  const uint64_t ahead = std::min<uint64_t>(h_.changed, (upto + kSlice - 1) / kSlice * kSlice);
+  for (uint64_t j = buckets_done_; j < ahead;) {
     while (positions[j] >= run_end_) {  // positions ascend, so the runs are walked once
       DCR_REQUIRE(base_run_ + 1 < runs.size(), Code::corrupt,
                   "change position " + std::to_string(positions[j]) + " lies past the frame's box");
@@ -495,17 +496,13 @@ Status ChangeReader::decode_contexts(uint64_t upto) {
       run_end_ += runs[++base_run_].elements;
     }
     const uint8_t* run = runs[base_run_].data;
-    j = width == 2 ? read_contexts<2>(run, run_start_, run_end_, positions, j, n, shift, contexts)
-                   : read_contexts<0>(run, run_start_, run_end_, positions, j, n, shift, contexts, width);
+    j = width == 2 ? read_buckets<2>(run, run_start_, run_end_, positions, j, ahead, shift, bucket_of_, buckets)
+                   : read_buckets<0>(run, run_start_, run_end_, positions, j, ahead, shift, bucket_of_, buckets, width);
   }
-  unsigned short_bucket = 0;
-  if (!merge_buckets(contexts, n, rule_, bucket_of_, context_tokens_.data(), bucket_next_, bucket_end_,
-                     merged_tokens_.data() + values_done_, &short_bucket)) {
-    return Status(Code::corrupt,
-                  "context bucket " + std::to_string(short_bucket) + " holds fewer tokens than its changes");
-  }
+  buckets_done_ = std::max(buckets_done_, ahead);
+  DCR_TRY(codec_->decode_buckets(2, ahead, buckets));
   values_done_ = upto;
-  return decode_words(upto, &merged_values_, words_, false);
+  return decode_words(upto, &context_values_, words_, false);
 }
 
 }  // namespace dcr

@@ -25,6 +25,7 @@ struct RawStream {
   bool try_zstd = false;
   bool raw_only = false;  // stored as is (no entropy stage) unless the encoder tries every coder
   bool counted = false;  // `hist` already holds the byte histogram
+  bool coded = false;    // `bytes` are a whole stream already (header and code): written as they are
   Histogram hist;
   Histogram histogram() const;  // `hist` where counted, else counted now
 };
@@ -123,18 +124,16 @@ class ChangeReader {
   uint64_t escapes_ = 0, escapes_ready_ = 0, escapes_used_ = 0;
   std::vector<uint64_t> escape_words_;
   std::vector<uint8_t> gap_tokens_;
-  // contexts: every bucket's tokens (bucket b's at context_tokens_[next[b], end[b])), merged back
-  // into change order by their base bits as far as decoded.
+  // contexts: the token stream, each token decoded by the table of its bucket, which comes from
+  // the base bits at its position, as far as decoded.
   bool contexts_ = false;
   bool defer_ = false;
   uint64_t values_done_ = 0;
   ContextRule rule_;
-  std::vector<uint8_t> context_tokens_;
-  uint64_t bucket_next_[kMaxContextBuckets], bucket_end_[kMaxContextBuckets];
-  uint8_t bucket_of_[256];  // context -> bucket
-  std::vector<uint8_t> contexts_of_;    // decode_contexts' changes' contexts
-  std::vector<uint8_t> merged_tokens_;  // the tokens back in change order
-  Tokens merged_values_;                // over merged_tokens_ and the extra bits
+  uint8_t bucket_of_[256];         // context -> bucket
+  std::vector<uint8_t> buckets_;   // each change's bucket, read as far as buckets_done_
+  uint64_t buckets_done_ = 0;
+  Tokens context_values_;          // the token stream's bytes and the extra bits
 };
 
 }  // namespace dcr

@@ -164,6 +164,93 @@ TEST(Rans, RejectsTruncatedStreamsOfEitherStateCount) {
   }
 }
 
+// Value packing contexts' token stream: symbols of several buckets (one bucket empty), each bucket
+// with its own distribution, coded with a table per bucket.
+struct BucketStream {
+  std::vector<uint8_t> symbols, buckets;
+  std::vector<Histogram> hists;
+};
+
+BucketStream bucket_stream(size_t count, unsigned tables, uint64_t seed) {
+  BucketStream b;
+  std::mt19937_64 rng(seed);
+  std::geometric_distribution<int> geo(0.5);
+  b.hists.assign(tables, Histogram{});
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t bucket = static_cast<uint8_t>(rng() % tables);
+    if (bucket == 1) bucket = 0;  // bucket 1 holds nothing
+    const uint8_t symbol = static_cast<uint8_t>(std::min<int>(255, geo(rng) + 5 * bucket));
+    b.symbols.push_back(symbol);
+    b.buckets.push_back(bucket);
+    ++b.hists[bucket][symbol];
+  }
+  return b;
+}
+
+std::vector<uint8_t> bucket_code_at(SimdLevel level, const BucketStream& b) {
+  limit_simd(level);
+  StreamCodec codec;
+  std::vector<uint8_t> stream;
+  codec.write_buckets(b.symbols.data(), b.buckets.data(), b.symbols.size(), b.hists.data(),
+                      static_cast<unsigned>(b.hists.size()), &stream);
+  limit_simd(SimdLevel::avx512_vbmi);
+  return stream;
+}
+
+// Decodes the stream in slices of `slice` symbols; the status of the first failure, else ok.
+Status decode_buckets_sliced(const std::vector<uint8_t>& stream, size_t cut, const BucketStream& b, size_t slice,
+                             std::vector<uint8_t>* out) {
+  StreamCodec codec;
+  ByteReader reader(stream.data(), stream.size() - cut, "bucket stream");
+  const uint8_t* data = nullptr;
+  DCR_TRY(codec.open_buckets(&reader, b.symbols.size(), static_cast<unsigned>(b.hists.size()), 2, &data));
+  for (size_t done = 0; done < b.symbols.size();) {
+    done = std::min(b.symbols.size(), done + slice);
+    DCR_TRY(codec.decode_buckets(2, done, b.buckets.data()));
+  }
+  out->assign(data, data + b.symbols.size());
+  return Status::ok();
+}
+
+// Every SIMD level writes the scalar code, of 4 states below 8192 symbols and of 32 from there;
+// it decodes back sliced anywhere (a receiver decodes as far as a block's changes reach), and a
+// code short of its last byte fails.
+TEST(Rans, BucketStreamsCodeAlikeAtEveryLevelAndDecodeSlicedAnywhere) {
+  for (size_t count : {size_t{1}, size_t{100}, size_t{5000}, size_t{20011}}) {
+    const BucketStream b = bucket_stream(count, 7, count);
+    const std::vector<uint8_t> reference = bucket_code_at(SimdLevel::scalar, b);
+    EXPECT_EQ(static_cast<Coder>(reference[0]), count < kWideRansSymbols ? Coder::rans : Coder::rans32) << count;
+    EXPECT_EQ(bucket_code_at(SimdLevel::avx512, b), reference) << count << " symbols";
+    for (SimdLevel level : {SimdLevel::avx512_vbmi, SimdLevel::scalar}) {
+      limit_simd(level);
+      for (size_t slice : {size_t{1}, size_t{7}, size_t{32}, size_t{33}, size_t{1000}, count}) {
+        std::vector<uint8_t> decoded;
+        const Status s = decode_buckets_sliced(reference, 0, b, slice, &decoded);
+        EXPECT_TRUE(s.is_ok()) << count << " symbols, slices of " << slice << ": " << s.to_string();
+        EXPECT_EQ(decoded, b.symbols) << count << " symbols, slices of " << slice;
+        EXPECT_EQ(decode_buckets_sliced(reference, 1, b, slice, &decoded).code(), Code::corrupt)
+            << count << " symbols, slices of " << slice;
+      }
+    }
+    limit_simd(SimdLevel::avx512_vbmi);
+  }
+}
+
+// A bucket stream must hold the frame's count of tokens, coded by rANS.
+TEST(Rans, BucketStreamsOfTheWrongLengthOrCoderAreRefused) {
+  const BucketStream b = bucket_stream(500, 3, 1);
+  std::vector<uint8_t> stream = bucket_code_at(SimdLevel::avx512_vbmi, b);
+  StreamCodec codec;
+  const uint8_t* data;
+  ByteReader longer(stream.data(), stream.size(), "bucket stream");
+  EXPECT_EQ(codec.open_buckets(&longer, 501, 3, 2, &data).code(), Code::corrupt);
+  stream[0] = static_cast<uint8_t>(Coder::raw);
+  ByteReader raw(stream.data(), stream.size(), "bucket stream");
+  const Status s = codec.open_buckets(&raw, 500, 3, 2, &data);
+  EXPECT_EQ(s.code(), Code::corrupt);
+  EXPECT_NE(s.message().find("is not rANS"), std::string::npos) << s.to_string();
+}
+
 TEST(Tokens, EveryBucketRoundTrips) {
   for (unsigned bit = 0; bit < 64; ++bit) {
     for (uint64_t v : {1ull << bit, (1ull << bit) - 1, (1ull << bit) + 1, ~0ull >> (63 - bit)}) {

@@ -155,9 +155,9 @@ std::pair<std::vector<uint8_t>, std::vector<uint8_t>> exponent_steps(uint64_t co
   return {base, target};
 }
 
-// Value packing contexts: the vector scatter of tokens into their buckets writes the scalar
-// frame, and the vector merge back applies as the scalar one does, on damaged frames too (a bucket
-// that runs short, a wrong rule, bits flipped behind valid checksums).
+// Value packing contexts: the vector coder of tokens by their buckets' tables writes the scalar
+// frame, and the vector decoder applies it as the scalar one does, on damaged frames too (a wrong
+// rule, a damaged table, bits flipped behind valid checksums).
 TEST_P(SimdTwins, ContextsEncodeAndApplyAsTheScalarCode) {
   if (simd_level() == SimdLevel::scalar) GTEST_SKIP() << "this CPU runs only the scalar code";
   const Case c = GetParam();

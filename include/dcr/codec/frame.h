@@ -14,7 +14,7 @@
 namespace dcr {
 
 constexpr uint32_t kFrameMagic = 0x46524344;  // "DCRF" in little-endian byte order
-constexpr uint16_t kFrameFormatVersion = 3;
+constexpr uint16_t kFrameFormatVersion = 4;
 constexpr size_t kFrameHeaderBytes = 120;
 constexpr uint64_t kMaxFrameElements = 0xffffffffull;  // positions are 32-bit offsets in the box
 

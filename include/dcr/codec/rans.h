@@ -71,6 +71,12 @@ inline RansSlot rans_slot(uint32_t freq, uint32_t k, uint8_t symbol) { return ((
 void rans_encode(const uint8_t* symbols, size_t count, const RansTable& table, unsigned lanes,
                  std::vector<uint8_t>* scratch, std::vector<uint8_t>* out);
 
+// The same with a table per symbol: symbol i by tables[buckets[i]] (value packing contexts, whose
+// tokens each go by their bucket's table in one stream). Every bucket lies below `table_count`.
+void rans_encode_buckets(const uint8_t* symbols, const uint8_t* buckets, size_t count, const RansTable* tables,
+                         unsigned table_count, unsigned lanes, std::vector<uint8_t>* scratch,
+                         std::vector<uint8_t>* out);
+
 // Decodes the `count` symbols of `code` a slice at a time, in order (a receiver can decode the
 // changes of one block of the destination, then apply them while the block is in cache). The slice
 // that ends the stream fails with Code::corrupt unless the code is consumed exactly and the final
@@ -80,11 +86,20 @@ class RansDecoder {
   // `lookup` (kRansProbScale slots, filled here from `table`) must outlive the decoding.
   Status start(const uint8_t* code, size_t code_bytes, const RansTable& table, size_t count, unsigned lanes,
                RansSlot* lookup);
-  // Symbols [done(), upto) into symbols[done(), upto); `upto` is a multiple of the lanes or the count.
-  Status decode(size_t upto, uint8_t* symbols);
+  // For rans_encode_buckets' code: `lookup` holds kRansProbScale slots per table, table b's from
+  // slot b * kRansProbScale.
+  Status start_buckets(const uint8_t* code, size_t code_bytes, const RansTable* tables, unsigned table_count,
+                       size_t count, unsigned lanes, RansSlot* lookup);
+  // Symbols [done(), upto) into symbols[done(), upto). A plain code decodes to a multiple of the
+  // lanes or the count; bucket code to any count, symbol i by the table of buckets[i] (below the
+  // tables' count: the caller answers for that).
+  Status decode(size_t upto, uint8_t* symbols, const uint8_t* buckets = nullptr);
   size_t done() const { return done_; }
 
  private:
+  Status begin(const uint8_t* code, size_t code_bytes, size_t count, unsigned lanes, RansSlot* lookup);
+  template <class Slots>
+  bool decode_with(size_t upto, uint8_t* symbols, Slots slots);
   const uint8_t* code_ = nullptr;
   size_t code_bytes_ = 0;
   size_t pos_ = 0;  // the next code byte

@@ -53,6 +53,20 @@ class StreamCodec {
   // Estimated size (header included) of a stream of `size` symbols distributed as `hist` (counts
   // of any total, e.g. from a sample), coded with the better of raw and rANS.
   static double estimate(const Histogram& hist, size_t size);
+  // Its rANS table and code alone, states not included (2 bytes for no symbols: a table of one).
+  static double estimate_table_and_code(const Histogram& hist, size_t size);
+
+  // Value packing contexts' token stream (docs/frame-format.md): one stream of `size` symbols whose
+  // code opens with `table_count` rANS tables, symbol i coded with the table of bucket buckets[i];
+  // hists[b] counts bucket b's symbols exactly. 4 or 32 states, by the length as write chooses.
+  void write_buckets(const uint8_t* data, const uint8_t* buckets, size_t size, const Histogram* hists,
+                     unsigned table_count, std::vector<uint8_t>* out);
+  // Its header and states: what the stream costs beyond each bucket's estimate_table_and_code.
+  static double bucket_stream_overhead(size_t size);
+  // The reading side: the stream, which must hold `size` symbols, into `slot`; decode_buckets then
+  // decodes its bytes up to any `upto`, given the buckets of those symbols.
+  Status open_buckets(ByteReader* reader, size_t size, unsigned table_count, int slot, const uint8_t** data);
+  Status decode_buckets(int slot, size_t upto, const uint8_t* buckets);
 
  private:
   struct Impl;
