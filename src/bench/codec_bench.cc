@@ -83,6 +83,7 @@ Region tensor_region(const Manifest& manifest, const Bits& bits, const Box& fram
 
 // The times of one repetition's passes, in the order they ran.
 struct RepTimes {
+  double probe;  // cpu_probe: this core's speed, apart from memory
   double memcpy, encode, reset, apply, hash;    // reset: the memcpy that gives apply its base
   double memcpy_beside = 0, threaded_encode = 0, threaded_memcpy = 0;  // with encode threads
 };
@@ -164,6 +165,9 @@ class CaseRunner {
 
   Status time_repetition(const Bits& base, const Bits& target, Bits* copy, Bits* dst, RepTimes* t) {
     Status status;
+    const auto probe_start = Clock::now();  // from the caches: no eviction before it
+    cpu_probe();
+    t->probe = seconds_since(probe_start);
     t->memcpy = timed([&] { copy_bits(base, copy, 1); });
     t->encode = timed([&] { status = encode_all(base, target, 1, &wire_); });
     DCR_TRY(status);
@@ -194,6 +198,9 @@ class CaseRunner {
     }
     const auto [fastest, slowest] = std::minmax_element(copies.begin(), copies.end());
     r->memcpy_variation = *slowest / *fastest - 1;
+    const auto [quickest, slowest_probe] = std::minmax_element(
+        reps.begin(), reps.end(), [](const RepTimes& a, const RepTimes& b) { return a.probe < b.probe; });
+    r->cpu_variation = slowest_probe->probe / quickest->probe - 1;
     if (threads() == 1) return;
     r->threaded_encode_gbps = median_gbps(bytes, reps, &RepTimes::threaded_encode);
     r->threaded_memcpy_gbps = median_gbps(bytes, reps, &RepTimes::threaded_memcpy);
@@ -237,6 +244,18 @@ class CaseRunner {
     std::vector<Region> out;
     for (const Box& box : slot) out.push_back(tensor_region(manifest_, bits, box));
     return out;
+  }
+
+  // Work that runs from the core's own caches: XXH3 of 64 KiB, 512 times (about 1 ms, so that an
+  // interrupt does not count for much). On a machine whose cores
+  // another tenant shares (a VM's vCPU, an SMT sibling) its time swings while memcpy's barely does,
+  // and the ratios of encode and apply to memcpy swing with it.
+  void cpu_probe() {
+    probe_.resize(64 << 10, 1);
+    for (int k = 0; k < 512; ++k) {
+      probe_[0] = static_cast<uint8_t>(k);
+      hash_sink_ += hash64(probe_.data(), probe_.size());
+    }
   }
 
   // The XXH3 hashes of every frame's base and target bits, which each delta frame's header carries:
@@ -343,6 +362,7 @@ class CaseRunner {
   Bits threaded_wire_;  // the frames the threaded encode wrote: the same bytes as wire_
   FrameDecoder decoder_;
   std::vector<uint8_t> evict_;
+  std::vector<uint8_t> probe_;
   volatile uint64_t evict_sink_ = 0;
   volatile uint64_t hash_sink_ = 0;
 };
@@ -467,6 +487,7 @@ namespace {
 
 // Above this spread of memcpy times the machine was not quiet enough to trust a single figure.
 constexpr double kMemcpyVariationWarning = 0.2;
+constexpr double kCpuVariationWarning = 0.2;
 
 std::string spread_text(const Spread& s) {
   char text[48];
@@ -520,6 +541,11 @@ void print_speed_table(const CodecBenchReport& report) {
       std::printf("%-12s warning: memcpy varied %.0f%% across repetitions; the machine is not quiet, so read its "
                   "ratios with care\n", r.name.c_str(), 100 * r.memcpy_variation);
     }
+    if (r.cpu_variation > kCpuVariationWarning) {
+      std::printf("%-12s warning: this core's speed varied %.0f%% across repetitions (an in-cache hash timed in "
+                  "each): something else runs on it, and encode and apply over memcpy swing with it\n",
+                  r.name.c_str(), 100 * r.cpu_variation);
+    }
   }
 }
 
@@ -566,6 +592,7 @@ Status write_codec_bench_json(const CodecBenchReport& report, const std::string&
                        {"value_bytes", r.value_bytes}, {"value_modes", r.choices},
                        {"encode_to_memcpy", spread_json(r.encode_ratio)},
                        {"apply_to_memcpy", spread_json(r.apply_ratio)}, {"memcpy_variation", r.memcpy_variation},
+                       {"cpu_variation", r.cpu_variation},
                        {"encode_threads", r.encode_threads}});
     if (r.encode_threads > 1) {
       records.back().update({{"threaded_encode_gbps", r.threaded_encode_gbps},

@@ -70,7 +70,7 @@ TEST(CodecBench, JsonCarriesEveryReportedKey) {
   ASSERT_EQ(doc["records"].size(), 1u);
   for (const char* key : {"change_rate", "wire_bytes", "entropy_bound_bytes", "ratio_to_bound", "nemo_style_bytes",
                           "pulse_style_bytes", "encode_gbps", "apply_gbps", "memcpy_gbps", "hash_gbps", "bitexact",
-                          "memcpy_variation", "encode_threads"}) {
+                          "memcpy_variation", "cpu_variation", "encode_threads"}) {
     EXPECT_TRUE(doc["records"][0].contains(key)) << key;
   }
   for (const char* key : {"encode_to_memcpy", "apply_to_memcpy"}) {
@@ -107,6 +107,7 @@ TEST(CodecBench, ThreadedEncodeWritesTheSameFramesAndPairsEachRepetition) {
     EXPECT_LE(spread.median, spread.max);
   }
   EXPECT_GE(r.memcpy_variation, 0);
+  EXPECT_GE(r.cpu_variation, 0);
   o.encode_threads = 0;
   EXPECT_EQ(run_codec_bench(o, &report).code(), Code::invalid_argument);
 }

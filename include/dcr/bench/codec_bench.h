@@ -54,6 +54,7 @@ struct CodecBenchRecord {
   // Each repetition's encode (apply) speed over the memcpy timed just before it, in the same pass.
   Spread encode_ratio, apply_ratio;
   double memcpy_variation = 0;  // (slowest - fastest) / fastest over every single-thread memcpy
+  double cpu_variation = 0;     // the same over an in-cache hash timed in each repetition
   // With encode_threads > 1: encode on that many threads, memcpy split over as many, and encode
   // against one thread's memcpy and against the threaded memcpy, each paired per repetition.
   int encode_threads = 1;
