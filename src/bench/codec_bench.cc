@@ -247,9 +247,9 @@ class CaseRunner {
   }
 
   // Work that runs from the core's own caches: XXH3 of 64 KiB, 512 times (about 1 ms, so that an
-  // interrupt does not count for much). On a machine whose cores
-  // another tenant shares (a VM's vCPU, an SMT sibling) its time swings while memcpy's barely does,
-  // and the ratios of encode and apply to memcpy swing with it.
+  // interrupt does not count for much). Where another tenant shares the core (a VM's vCPU, an SMT
+  // sibling) its time swings while memcpy's barely does, and the ratios of encode and apply to
+  // memcpy swing with it.
   void cpu_probe() {
     probe_.resize(64 << 10, 1);
     for (int k = 0; k < 512; ++k) {
@@ -485,7 +485,8 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
 
 namespace {
 
-// Above this spread of memcpy times the machine was not quiet enough to trust a single figure.
+// Above this spread of memcpy times (of cpu_probe times) the machine (the core) was not quiet
+// enough to trust a single figure.
 constexpr double kMemcpyVariationWarning = 0.2;
 constexpr double kCpuVariationWarning = 0.2;
 
