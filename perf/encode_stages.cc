@@ -1,4 +1,4 @@
-// Where single-thread encode time goes, stage by stage, on a bf16 pair shaped like a training step
+// Where single-thread encode and apply time go, stage by stage, on a bf16 pair shaped like a training step
 // (issue 16's measurement: of the changed values, 84% move 1 ulp, 6% 2 ulps, 10% more; positions
 // i.i.d.). Each repetition times, in turn and each from cold caches, over the same frames:
 //   memcpy  one copy of the model;
@@ -6,11 +6,17 @@
 //   scan    encode's first stage: the fused scan that hashes both copies and copies the changed
 //           words out (scan_and_hash);
 //   tokens  the scan, then the gap and ordered-delta tokens (ChangeCollector);
-//   encode  FrameEncoder::encode_delta, the whole frame.
+//   encode  FrameEncoder::encode_delta, the whole frame;
+//   decode  FrameDecoder::decode of those frames: positions and values into arrays, the entropy
+//           decoding that apply does (there in slices, between its passes over the box);
+//   apply   FrameDecoder::apply of those frames to a copy of the base (reset untimed before), the
+//           whole apply: decode, scatter, and the hash of the box after.
 // Each stage's speed is taken over the memcpy of its own repetition (median [min-max]), and the
 // differences between stages give what tokenising and the rest of encode (choices, entropy coding,
-// the frame) cost per change. With --huge-pages the model's copies (base, target and memcpy's
-// destination) are advised onto transparent huge pages before they are first touched.
+// the frame) cost per change, and what apply spends beyond decoding (reading the box in, the scatter
+// and the hash after). Every apply is checked bit for bit against the target. With --huge-pages the
+// model's copies (base, target and memcpy's destination) are advised onto transparent huge pages
+// before they are first touched.
 // Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] [--huge-pages] ...
 #include <algorithm>
 #include <chrono>
@@ -27,6 +33,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
@@ -62,10 +69,11 @@ struct Model {
     if (huge_pages) madvise(bits.get(), bytes, MADV_HUGEPAGE);
   }
   uint16_t* data() const { return bits.get(); }
+  uint8_t* bytes() const { return reinterpret_cast<uint8_t*>(bits.get()); }
 };
 
-enum Stage { kMemcpy, kHash, kScan, kTokens, kEncode, kStages };
-const char* const kStageNames[kStages] = {"memcpy", "hash", "scan", "tokens", "encode"};
+enum Stage { kMemcpy, kHash, kScan, kTokens, kEncode, kDecode, kApply, kStages };
+const char* const kStageNames[kStages] = {"memcpy", "hash", "scan", "tokens", "encode", "decode", "apply"};
 
 uint64_t splitmix(uint64_t* state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
@@ -101,7 +109,8 @@ class StageRunner {
   StageRunner(const Options& o, const uint16_t* base, const uint16_t* target)
       : o_(o), base_(reinterpret_cast<const uint8_t*>(base)), target_(reinterpret_cast<const uint8_t*>(target)),
         copy_(o.elements, o.huge_pages), positions_(o.frame_elements + kScanSlack), base_words_(o.frame_elements + 32),
-        target_words_(o.frame_elements + 32), evict_(size_t{128} << 20, 1) {
+        target_words_(o.frame_elements + 32), evict_(size_t{128} << 20, 1),
+        frames_((o.elements + o.frame_elements - 1) / o.frame_elements) {
     EncodeOptions options;
     set_dtype(DType::bf16, &options);
     encoder_.set_options(options);
@@ -114,9 +123,15 @@ class StageRunner {
     seconds[kScan] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { *changed += scan_frame(at, n); }); });
     seconds[kTokens] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { tokenise_frame(at, n); }); });
     seconds[kEncode] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { encode_frame(at, n); }); });
+    seconds[kDecode] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { decode_frame(at, n); }); });
+    std::memcpy(copy_.data(), base_, o_.elements * 2);
+    seconds[kApply] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { apply_frame(at, n); }); });
+    if (status_.is_ok() && std::memcmp(copy_.data(), target_, o_.elements * 2) != 0) {
+      status_ = Status(Code::internal, "the applied copy differs from the target");
+    }
   }
 
-  const Status& encode_status() const { return encode_status_; }  // the first failure, if any
+  const Status& status() const { return status_; }  // the first failure, if any
 
  private:
   template <class Pass>
@@ -161,11 +176,32 @@ class StageRunner {
   }
 
   void encode_frame(uint64_t at, uint64_t n) {
-    const Box box{0, 0, 1, 0, n};
-    const Status status = encoder_.encode_delta(dense_region(box, 2, base_ + 2 * at),
-                                                dense_region(box, 2, target_ + 2 * at), {0, 1}, &frame_, nullptr);
-    if (encode_status_.is_ok()) encode_status_ = status;
-    sink_ += frame_.size();
+    std::vector<uint8_t>& frame = frames_[at / o_.frame_elements];
+    keep(encoder_.encode_delta(box_region(base_, at, n), box_region(target_, at, n), {0, 1}, &frame, nullptr));
+    sink_ += frame.size();
+  }
+
+  void decode_frame(uint64_t at, uint64_t n) {
+    const std::vector<uint8_t>& frame = frames_[at / o_.frame_elements];
+    const Region base = box_region(base_, at, n);
+    keep(decoder_.decode(frame.data(), frame.size(), n, &decoded_, &base));
+    sink_ += decoded_.positions.size();
+  }
+
+  void apply_frame(uint64_t at, uint64_t n) {
+    const std::vector<uint8_t>& frame = frames_[at / o_.frame_elements];
+    ApplyOutcome outcome = ApplyOutcome::applied;
+    keep(decoder_.apply(frame.data(), frame.size(), box_region(copy_.bytes(), at, n), 0, &outcome));
+    if (status_.is_ok() && outcome != ApplyOutcome::applied) status_ = Status(Code::internal, "a frame was not applied");
+  }
+
+  // The box of the n elements from element `at` of a model's bits.
+  static Region box_region(const uint8_t* bits, uint64_t at, uint64_t n) {
+    return dense_region(Box{0, 0, 1, 0, n}, 2, const_cast<uint8_t*>(bits) + 2 * at);
+  }
+
+  void keep(const Status& status) {
+    if (status_.is_ok()) status_ = status;
   }
 
   const Options& o_;
@@ -177,8 +213,10 @@ class StageRunner {
   std::vector<uint8_t> evict_;  // larger than any last-level cache here
   ChangeCollector collector_;
   FrameEncoder encoder_;
-  std::vector<uint8_t> frame_;
-  Status encode_status_;
+  std::vector<std::vector<uint8_t>> frames_;  // the last encode's, one per frame
+  FrameDecoder decoder_;
+  DecodedFrame decoded_;
+  Status status_;
   volatile uint64_t sink_ = 0;
 };
 
@@ -197,8 +235,8 @@ bool run_rate(const Options& o, double percent) {
     double seconds[kStages];
     uint64_t changed = 0;
     runner.run(seconds, &changed);
-    if (!runner.encode_status().is_ok()) {
-      std::fprintf(stderr, "encode_stages: at %.2f%%: %s\n", percent, runner.encode_status().to_string().c_str());
+    if (!runner.status().is_ok()) {
+      std::fprintf(stderr, "encode_stages: at %.2f%%: %s\n", percent, runner.status().to_string().c_str());
       return false;
     }
     if (changed != expected) {
@@ -225,6 +263,10 @@ bool run_rate(const Options& o, double percent) {
               "encode at 0.6x memcpy leaves %.2f after the scan\n",
               percent, static_cast<unsigned long long>(expected), (scan - median(times[kHash])) * per_change,
               (tokens - scan) * per_change, (encode - tokens) * per_change, (at_target - scan) * per_change);
+  const double decode = median(times[kDecode]), apply = median(times[kApply]);
+  std::printf("%6.2f%%  ns a change: decode %.2f, apply beyond decoding %.2f; apply at 0.7x memcpy leaves %.2f in all\n",
+              percent, decode * per_change, (apply - decode) * per_change,
+              median(times[kMemcpy]) / 0.7 * per_change);
   return true;
 }
 
@@ -252,7 +294,7 @@ int main(int argc, char** argv) {
   namespace po = boost::program_options;
   Options o;
   std::string rates = "1,3,5";
-  po::options_description desc("dcr_encode_stages: single-thread encode time, stage by stage");
+  po::options_description desc("dcr_encode_stages: single-thread encode and apply time, stage by stage");
   desc.add_options()("help", "this help")("rates", po::value(&rates)->default_value(rates),
                                           "changed fractions in percent, comma-separated")(
       "elements", po::value(&o.elements)->default_value(o.elements), "bf16 elements in the model")(
