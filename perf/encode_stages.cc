@@ -1,4 +1,4 @@
-// Where single-thread encode and apply time go, stage by stage, on a bf16 pair shaped like a training step
+// Where encode and apply time go, stage by stage, on a bf16 pair shaped like a training step
 // (issue 16's measurement: of the changed values, 84% move 1 ulp, 6% 2 ulps, 10% more; positions
 // i.i.d.). Each repetition times, in turn and each from cold caches, over the same frames:
 //   memcpy  one copy of the model;
@@ -7,6 +7,8 @@
 //           words out (scan_and_hash);
 //   tokens  the scan, then the gap and ordered-delta tokens (ChangeCollector);
 //   encode  FrameEncoder::encode_delta, the whole frame;
+//   encodeN the same on --encode-threads threads, one encoder each, frames in flight (run_ordered,
+//           as a trainer and `dcr bench codec` run them), still over one core's memcpy;
 //   decode  FrameDecoder::decode of those frames: positions and values into arrays, the entropy
 //           decoding that apply does (there in slices, between its passes over the box);
 //   apply   FrameDecoder::apply of those frames to a copy of the base (reset untimed before), the
@@ -37,6 +39,7 @@
 #include "dcr/codec/encoder.h"
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
+#include "dcr/core/ordered_pool.h"
 #include "src/codec/change_collector.h"
 #include "src/codec/scan_hash.h"
 
@@ -50,6 +53,7 @@ struct Options {
   uint64_t elements = uint64_t{1} << 27;
   uint64_t frame_elements = uint64_t{1} << 22;
   int reps = 7;
+  int threads = 2;  // encodeN's
   uint64_t seed = 1;
   bool huge_pages = false;
 };
@@ -72,8 +76,8 @@ struct Model {
   uint8_t* bytes() const { return reinterpret_cast<uint8_t*>(bits.get()); }
 };
 
-enum Stage { kMemcpy, kHash, kScan, kTokens, kEncode, kDecode, kApply, kStages };
-const char* const kStageNames[kStages] = {"memcpy", "hash", "scan", "tokens", "encode", "decode", "apply"};
+enum Stage { kMemcpy, kHash, kScan, kTokens, kEncode, kThreaded, kDecode, kApply, kStages };
+const char* const kStageNames[kStages] = {"memcpy", "hash", "scan", "tokens", "encode", "encodeN", "decode", "apply"};
 
 uint64_t splitmix(uint64_t* state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
@@ -110,10 +114,11 @@ class StageRunner {
       : o_(o), base_(reinterpret_cast<const uint8_t*>(base)), target_(reinterpret_cast<const uint8_t*>(target)),
         copy_(o.elements, o.huge_pages), positions_(o.frame_elements + kScanSlack), base_words_(o.frame_elements + 32),
         target_words_(o.frame_elements + 32), evict_(size_t{128} << 20, 1),
-        frames_((o.elements + o.frame_elements - 1) / o.frame_elements) {
+        frames_((o.elements + o.frame_elements - 1) / o.frame_elements), threaded_(frames_.size()) {
     EncodeOptions options;
     set_dtype(DType::bf16, &options);
     encoder_.set_options(options);
+    for (int w = 0; w < o.threads; ++w) encoders_.push_back(std::make_unique<FrameEncoder>(options));
   }
 
   // One repetition: every stage's seconds; `changed` is what the scan found.
@@ -123,6 +128,7 @@ class StageRunner {
     seconds[kScan] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { *changed += scan_frame(at, n); }); });
     seconds[kTokens] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { tokenise_frame(at, n); }); });
     seconds[kEncode] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { encode_frame(at, n); }); });
+    seconds[kThreaded] = timed([&] { encode_threaded(); });
     seconds[kDecode] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { decode_frame(at, n); }); });
     std::memcpy(copy_.data(), base_, o_.elements * 2);
     seconds[kApply] = timed([&] { each_frame([&](uint64_t at, uint64_t n) { apply_frame(at, n); }); });
@@ -181,6 +187,19 @@ class StageRunner {
     sink_ += frame.size();
   }
 
+  // Every frame on the threads' encoders (into threaded_, whose bytes must equal frames_').
+  void encode_threaded() {
+    keep(run_ordered(
+        frames_.size(), o_.threads, frames_.size(),
+        [&](size_t i, int w) {
+          const uint64_t at = i * o_.frame_elements, n = std::min(o_.frame_elements, o_.elements - at);
+          return encoders_[w]->encode_delta(box_region(base_, at, n), box_region(target_, at, n), {0, 1},
+                                            &threaded_[i], nullptr);
+        },
+        [](size_t) { return Status::ok(); }));
+    if (status_.is_ok() && threaded_ != frames_) status_ = Status(Code::internal, "threads encoded other bytes");
+  }
+
   void decode_frame(uint64_t at, uint64_t n) {
     const std::vector<uint8_t>& frame = frames_[at / o_.frame_elements];
     const Region base = box_region(base_, at, n);
@@ -214,6 +233,8 @@ class StageRunner {
   ChangeCollector collector_;
   FrameEncoder encoder_;
   std::vector<std::vector<uint8_t>> frames_;  // the last encode's, one per frame
+  std::vector<std::unique_ptr<FrameEncoder>> encoders_;  // encodeN's, one per thread
+  std::vector<std::vector<uint8_t>> threaded_;           // encodeN's frames
   FrameDecoder decoder_;
   DecodedFrame decoded_;
   Status status_;
@@ -251,7 +272,8 @@ bool run_rate(const Options& o, double percent) {
   }
   const double bytes = 2.0 * o.elements;
   for (int s = 0; s < kStages; ++s) {
-    std::printf("%6.2f%%  %-7s %8.2f ms %7.2f GB/s   /cpy %.2f [%.2f-%.2f]\n", percent, kStageNames[s],
+    const std::string name = s == kThreaded ? "encode" + std::to_string(o.threads) : kStageNames[s];
+    std::printf("%6.2f%%  %-7s %8.2f ms %7.2f GB/s   /cpy %.2f [%.2f-%.2f]\n", percent, name.c_str(),
                 1e3 * median(times[s]), bytes / median(times[s]) / 1e9, median(ratios[s]),
                 *std::min_element(ratios[s].begin(), ratios[s].end()),
                 *std::max_element(ratios[s].begin(), ratios[s].end()));
@@ -294,12 +316,13 @@ int main(int argc, char** argv) {
   namespace po = boost::program_options;
   Options o;
   std::string rates = "1,3,5";
-  po::options_description desc("dcr_encode_stages: single-thread encode and apply time, stage by stage");
+  po::options_description desc("dcr_encode_stages: encode and apply time, stage by stage");
   desc.add_options()("help", "this help")("rates", po::value(&rates)->default_value(rates),
                                           "changed fractions in percent, comma-separated")(
       "elements", po::value(&o.elements)->default_value(o.elements), "bf16 elements in the model")(
       "frame-elements", po::value(&o.frame_elements)->default_value(o.frame_elements), "elements per frame")(
       "reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions")(
+      "encode-threads", po::value(&o.threads)->default_value(o.threads), "threads of the encodeN stage")(
       "seed", po::value(&o.seed)->default_value(o.seed), "seed of the model and its step")(
       "huge-pages", po::bool_switch(&o.huge_pages), "advise the model's copies onto transparent huge pages");
   po::variables_map vm;
@@ -316,8 +339,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   const bool rates_ok = std::all_of(o.rates.begin(), o.rates.end(), [](double r) { return r > 0 && r <= 50; });
-  if (!rates_ok || o.reps < 1 || o.elements < 1024 || o.frame_elements < 1024 || o.frame_elements > kMaxFrameElements) {
-    std::fprintf(stderr, "dcr_encode_stages: need rates in (0, 50], --reps >= 1, --elements >= 1024, 1024 <= --frame-elements < 2^32\n");
+  if (!rates_ok || o.reps < 1 || o.threads < 1 || o.threads > 64 || o.elements < 1024 || o.frame_elements < 1024 || o.frame_elements > kMaxFrameElements) {
+    std::fprintf(stderr, "dcr_encode_stages: need rates in (0, 50], --reps >= 1, --encode-threads in [1, 64], --elements >= 1024, 1024 <= --frame-elements < 2^32\n");
     return 2;
   }
   std::printf("%llu bf16 elements%s, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
