@@ -45,6 +45,7 @@ void ChangeCollector::start(unsigned width, ValueMode delta_mode, uint64_t eleme
   elements_ = elements;
   changed_ = 0;
   next_position_ = 0;
+  tokenised_ = 0;
   gap_writer_.start(&gaps_, capacity, 30);  // gaps are below 2^32
   delta_writer_.start(&deltas_, capacity, 8 * width);
   sampled_ = 0;
@@ -61,11 +62,13 @@ void ChangeCollector::tokenize(const uint8_t* base, const uint8_t* target, const
                                ChangedWords words) {
   TokenWriter::Cursor gaps = gap_writer_.cursor(), deltas = delta_writer_.cursor();
   uint64_t next = next_position_;
-  uint64_t j = 0;
-  if (W == 2 && simd_level() >= SimdLevel::avx512) {
-    j = tokenize_avx512_w2(Delta, base, target, positions, n, words, elements_, &next, &gaps, &deltas);
-  }
   const bool staged = W == 2 && words.base != nullptr;
+  uint64_t j = std::min(tokenised_, n);
+  tokenised_ = 0;
+  if (W == 2 && simd_level() >= SimdLevel::avx512) {
+    const ChangedWords rest = staged ? ChangedWords{words.base + j, words.target + j} : words;
+    j += tokenize_avx512_w2(Delta, base, target, positions + j, n - j, rest, elements_, &next, &gaps, &deltas);
+  }
   for (; j < n; ++j) {
     const uint64_t p = positions[j];
     gaps.add(p - next);
@@ -124,6 +127,17 @@ void ChangeCollector::add(const uint8_t* base, const uint8_t* target, const uint
     case 4: return add_fixed<4>(base, target, positions, n, words);
     default: return add_fixed<8>(base, target, positions, n, words);
   }
+}
+
+ScanTokens ChangeCollector::lend_tokens() const {
+  return ScanTokens{gap_writer_.cursor(), delta_writer_.cursor(), next_position_, 0, delta_mode_};
+}
+
+void ChangeCollector::take_back(const ScanTokens& tokens) {
+  gap_writer_.commit(tokens.gaps);
+  delta_writer_.commit(tokens.deltas);
+  next_position_ = tokens.next;
+  tokenised_ = tokens.done;
 }
 
 void ChangeCollector::finish() {

@@ -57,6 +57,16 @@ class TokenWriter {
   Cursor cursor_{nullptr, 0, BitPacker(), 0};
 };
 
+// The token streams lent to scan_and_hash, which tokenises the changes it finds as it goes (the
+// box's 2-byte elements, their words copied out); ChangeCollector::add() then tokenises only the
+// changes past `done`.
+struct ScanTokens {
+  TokenWriter::Cursor gaps, deltas;
+  uint64_t next;  // the box position after the last change tokenised
+  uint64_t done;  // changes tokenised
+  ValueMode delta_mode;
+};
+
 // The AVX-512 twin of the scalar gap and ordered-delta tokenising for 2-byte elements (the same
 // bytes): tokenises a prefix of the n changes, a whole number of groups of 16 that all lie below the
 // box's last element, and returns its length. `next` is the position after the previous change.
@@ -76,6 +86,11 @@ class ChangeCollector {
   void add(const uint8_t* base, const uint8_t* target, const uint32_t* positions, uint64_t n,
            ChangedWords words = {nullptr, nullptr});
   void finish();
+
+  // For scan_and_hash: the token streams, to tokenise the next add()'s changes (the box's, from
+  // its first) while they are found; take_back() returns them.
+  ScanTokens lend_tokens() const;
+  void take_back(const ScanTokens& tokens);
 
   ValueCosts costs() const;
   const Section& gap_tokens() const { return gaps_; }
@@ -97,6 +112,7 @@ class ChangeCollector {
   uint64_t elements_ = 0;
   uint64_t changed_ = 0;
   uint64_t next_position_ = 0;
+  uint64_t tokenised_ = 0;  // changes of the next add() tokenised during the scan
   Section gaps_, deltas_;
   TokenWriter gap_writer_, delta_writer_;
   static constexpr uint64_t kSampleStride = 16;

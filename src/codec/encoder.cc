@@ -121,8 +121,9 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
 }
 
 // One uninterrupted pass scans and hashes each run (the box, or a bundle's boxes as they lie), so
-// memory streams at full speed, and copies out the changed words; tokenising then reads only what
-// the scan wrote, in order. Runs of a bundle are hashed as one concatenation: every run but the
+// memory streams at full speed, copies out the changed words and tokenises them, in order, between
+// its reads (the collector's token streams are lent to it); the collector then only samples the
+// other value choices. Runs of a bundle are hashed as one concatenation: every run but the
 // last holds whole 64-byte stripes, and all of them at least XXH3's long input (scan_runs).
 uint64_t FrameEncoder::collect_fused(const Run* runs, size_t n, uint64_t count, Hashes* hashes) {
   Scratch& s = *scratch_;
@@ -130,17 +131,19 @@ uint64_t FrameEncoder::collect_fused(const Run* runs, size_t n, uint64_t count, 
   s.base_stripes.start(count * 2);
   s.target_stripes.start(count * 2);
   uint64_t changed = 0, at = 0;
+  ScanTokens tokens = s.collector.lend_tokens();
   for (const Run* run = runs; run < runs + n; ++run) {
     uint32_t* found_at = s.positions.data() + changed;
     const ChangedWords run_words{words.base + changed, words.target + changed};
     const uint64_t found = scan_and_hash(run->base, run->target, 0, run->elements, found_at, &s.base_stripes,
-                                         &s.target_stripes, run_words, at);
+                                         &s.target_stripes, run_words, at, &tokens);
     if (at > 0) {
       for (uint64_t j = 0; j < found; ++j) found_at[j] += static_cast<uint32_t>(at);
     }
     changed += found;
     at += run->elements;
   }
+  s.collector.take_back(tokens);
   s.collector.add(nullptr, nullptr, s.positions.data(), changed, words);
   if (n == 1) {
     *hashes = Hashes{s.base_stripes.finish(runs[0].base), s.target_stripes.finish(runs[0].target)};

@@ -4,7 +4,10 @@
 #include <cstring>
 
 #include "dcr/codec/simd.h"
+#include "src/codec/change_collector.h"
 #include "src/codec/scan_kernels.h"
+#include "src/codec/tokenize_avx512.h"
+#include "src/codec/value_mode_avx512.h"
 
 // XXH3's own scrambler and last-stripe step, compiled here for AVX-512 next to its portable build;
 // the stripe step (SplitAcc below) and the loop that drives them follow XXH3's long-input loop. Its
@@ -114,9 +117,19 @@ DCR_AVX512_VBMI inline void stage_words(uint16_t* out, __mmask32 mask, __m512i c
   _mm512_storeu_si512(out, _mm512_maskz_compress_epi16(mask, chunk));
 }
 
+// At most one group of changes tokenised per this many chunks: spread thin, that work hides between
+// the scan's reads (one group per 256 elements keeps pace up to 6.25% changed; past that the rest
+// waits for the scan's end). Tokenising each group as soon as it is ready (bursts after every staged
+// run) measured slower than tokenising after the scan; one group per 8 chunks, faster (encode at
+// 3% and 5% changed, perf/encode_stages.sh, two builds alternated).
+constexpr uint64_t kChunksPerGroup = 8;
+
 // Feeds the stripes the scan reads to both hashes (stripe c of each buffer is its chunk c). Both
 // buffers have one length, so one count bounds both. The hook is a local of the scan's caller, so
 // its accumulators stay in registers for the whole block instead of round-tripping through memory.
+// When tokenising, it also tokenises a group of sixteen changes every kChunksPerGroup chunks where
+// one is ready (positions written, not yet tokenised): a few dozen vector steps between the scan's
+// reads, done while those are in flight.
 struct StripeHook {
   SplitAcc base_acc;
   SplitAcc target_acc;
@@ -125,9 +138,29 @@ struct StripeHook {
   uint64_t blocks;
   uint16_t* base_words;
   uint16_t* target_words;
+  bool tokenising;
+  bool sign_magnitude;
+  uint32_t offset;  // the buffers' element 0 in the box
+  const uint32_t* positions;
+  uint64_t written;    // positions[0, written) are final
+  uint64_t tokenised;  // and [0, tokenised) tokenised
+  avx512::GroupTokenizer* tokens;  // apart, so that the hook's registers stay registers
+
+  void positions_final(uint64_t n) { written = n; }
+
+  DCR_AVX512_VBMI void tokenize_group() {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base_words + tokenised));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(target_words + tokenised));
+    const __m256i deltas = sign_magnitude ? avx512::encode16_packed<ValueMode::delta_sm>(a, b)
+                                          : avx512::encode16_packed<ValueMode::delta_tc>(a, b);
+    tokens->group(positions + tokenised, _mm512_cvtepu16_epi32(deltas), offset);
+    tokenised += 16;
+  }
+
   DCR_AVX512_VBMI void operator()(uint64_t c, __m512i base_chunk, __m512i target_chunk, __mmask32 mask, uint64_t j) {
     stage_words(base_words + j, mask, base_chunk);
     stage_words(target_words + j, mask, target_chunk);
+    if (tokenising && c % kChunksPerGroup == 0 && tokenised + 16 <= written) tokenize_group();
     if (first + c >= stripes) return;
     accumulate_stripe(base_acc, base_chunk, first + c, blocks);
     accumulate_stripe(target_acc, target_chunk, first + c, blocks);
@@ -143,13 +176,41 @@ __attribute__((flatten)) DCR_AVX512_VBMI uint64_t scan_hooked(const uint8_t* bas
   *hook = local;
   return changed;
 }
+
+DCR_AVX512_VBMI void start_tokens(const ScanTokens& from, const uint32_t* positions, uint64_t offset,
+                                  avx512::GroupTokenizer* tokens, StripeHook* hook) {
+  hook->tokenising = true;
+  hook->sign_magnitude = from.delta_mode == ValueMode::delta_sm;
+  hook->offset = static_cast<uint32_t>(offset);
+  hook->positions = positions;
+  hook->written = hook->tokenised = 0;
+  hook->tokens = tokens;
+  tokens->start(from.gaps, from.deltas, from.next);
+}
+
+// The groups still whole once every position and word is in, then the last changes one at a time.
+DCR_AVX512_VBMI void finish_tokens(StripeHook* hook, uint64_t changed, ChangedWords words, ScanTokens* to) {
+  hook->written = changed;
+  while (hook->tokenised + 16 <= changed) hook->tokenize_group();
+  hook->tokens->finish(&to->gaps, &to->deltas, &to->next);
+  for (uint64_t j = hook->tokenised; j < changed; ++j) {
+    const uint64_t p = hook->positions[j] + uint64_t{hook->offset};
+    to->gaps.add(p - to->next);
+    to->next = p + 1;
+    to->deltas.add(encode_word(to->delta_mode, words.base[j], words.target[j], 2));
+  }
+  to->done += changed;
+}
 #endif
 
 uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
                        uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash, ChangedWords words,
-                       uint64_t offset) {
+                       uint64_t offset, ScanTokens* tokens) {
 #if defined(__x86_64__)
   StripeHook hook;
+  hook.tokenising = false;
+  avx512::GroupTokenizer tokenizer;
+  if (tokens != nullptr) start_tokens(*tokens, positions, offset, &tokenizer, &hook);
   hook.first = offset / 32;
   hook.base_words = words.base;
   hook.target_words = words.target;
@@ -164,6 +225,7 @@ uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begi
     std::memcpy(words.base + j, base + 2 * positions[j], 2);
     std::memcpy(words.target + j, target + 2 * positions[j], 2);
   }
+  if (tokens != nullptr) finish_tokens(&hook, changed, words, tokens);
   return changed;
 #else
   return 0;

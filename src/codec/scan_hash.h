@@ -1,6 +1,7 @@
 // Internal to the codec: the encoder's scan, hashing the bytes it reads while they are in
 // registers, so that XXH3's arithmetic overlaps the reads of both copies instead of taking a
-// second pass over the block.
+// second pass over the block; for the encoder it also tokenises the changes it finds, which
+// overlaps that work with the reads too.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,8 @@ struct ChangedWords {
   uint16_t* base;
   uint16_t* target;
 };
+
+struct ScanTokens;  // change_collector.h
 
 // XXH3-64 (seed 0, default secret) of a buffer whose length is known up front, fed its whole
 // 64-byte stripes in order: the same value as hash64(buffer, length) (tests check every length
@@ -34,7 +37,7 @@ class StripeHash {
 
  private:
   friend uint64_t scan_and_hash(const uint8_t*, const uint8_t*, uint64_t, uint64_t, uint32_t*, StripeHash*,
-                                StripeHash*, ChangedWords, uint64_t);
+                                StripeHash*, ChangedWords, uint64_t, ScanTokens*);
   alignas(64) uint64_t acc_[8];
   uint64_t length_ = 0;
   uint64_t stripes_ = 0;  // fed by the main loop: all but the last stripe
@@ -67,8 +70,11 @@ bool scan_and_hash_available(unsigned width);
 // than one pair of buffers, concatenated (a bundle's boxes): the buffers' element 0 is element
 // `offset` (a multiple of 32) of the hashed whole. Calls must cover the whole in order from its
 // element 0, each beginning at a multiple of 32 elements of it. Positions are the buffers' own.
+// With `tokens`, the changes found are also tokenised, in order, as the box's (the buffers' element
+// 0 is its element `offset`): a group of sixteen at a time between the scan's reads, where the work
+// overlaps their memory traffic, and the last few after the scan.
 uint64_t scan_and_hash(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
                        uint32_t* positions, StripeHash* base_hash, StripeHash* target_hash, ChangedWords words,
-                       uint64_t offset = 0);
+                       uint64_t offset = 0, ScanTokens* tokens = nullptr);
 
 }  // namespace dcr

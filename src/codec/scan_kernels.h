@@ -35,6 +35,7 @@ DCR_AVX512 uint64_t change_mask(const uint8_t* b, const uint8_t* t) {
 // A chunk hook that does nothing.
 struct NoChunkHook {
   DCR_AVX512 void operator()(uint64_t, __m512i, __m512i, __mmask32, uint64_t) {}
+  void positions_final(uint64_t) {}
 };
 
 // How far ahead the 2-byte scan asks for both copies' lines. The hardware streams one copy well
@@ -47,7 +48,8 @@ constexpr uint64_t kScanPrefetchBytes = 256;
 // instruction and one store (half the work of two 16-lane compresses), staged per run of
 // kStageElements and widened to positions afterwards. hook(c, base chunk, target chunk, mask, j)
 // sees every whole 64-byte chunk c (counted from element 0) in order, in the registers the compare
-// read, with the chunk's change mask and the index j its first change takes in `positions`.
+// read, with the chunk's change mask and the index j its first change takes in `positions`;
+// hook.positions_final(n) learns when positions[0, n) are written.
 template <class Hook>
 DCR_AVX512_VBMI uint64_t scan_w2_vbmi2(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
                                        uint32_t* positions, Hook& hook) {
@@ -77,6 +79,7 @@ DCR_AVX512_VBMI uint64_t scan_w2_vbmi2(const uint8_t* base, const uint8_t* targe
       _mm512_storeu_si512(positions + changed + j, _mm512_add_epi32(wide, first));
     }
     changed += staged;
+    hook.positions_final(changed);
   }
   return scan_scalar(base, target, chunks * 32, end, 2, positions, changed);
 }

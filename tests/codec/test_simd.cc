@@ -201,6 +201,43 @@ TEST(SimdTwinsSparse, VeryLongGapsWriteTheSameFrames) {
   EXPECT_TRUE(dst == target);
 }
 
+// A bundle's boxes scanned where they lie (every run but the last a whole number of 64-byte
+// stripes), tokenised as the scan goes with each run's changes at their place in the bundle: the
+// same frames as the scalar code, at a rate the scan-time tokeniser keeps up with and at one it
+// leaves to the scan's end, with change counts that are no whole number of groups.
+TEST(SimdTwinsBundle, ScanTimeTokensWriteTheSameFrames) {
+  if (simd_level() < SimdLevel::avx512_vbmi) GTEST_SKIP() << "this CPU has no AVX512-VBMI: no fused scan";
+  const std::vector<Box> boxes = {{0, 0, 1, 0, 70016}, {1, 0, 1, 0, 4096}, {2, 0, 1, 0, 50001}};
+  for (double fraction : {0.03, 0.6}) {
+    for (bool sign_magnitude : {true, false}) {
+      SCOPED_TRACE(std::to_string(fraction) + (sign_magnitude ? ", sign-magnitude" : ", two's complement"));
+      std::vector<std::vector<uint8_t>> base, target;
+      std::vector<Region> bases, targets;
+      for (const Box& box : boxes) {
+        base.push_back(test::random_bytes(box.elements() * 2, box.tensor + 20));
+        target.push_back(test::perturb(base.back(), 2, fraction, box.tensor + 30));
+        bases.push_back(dense_region(box, 2, base.back().data()));
+        targets.push_back(dense_region(box, 2, target.back().data()));
+      }
+      EncodeOptions options;
+      options.sign_magnitude = sign_magnitude;
+      std::vector<uint8_t> frames[2];
+      for (int k = 0; k < 2; ++k) {
+        limit_simd(k == 0 ? SimdLevel::scalar : SimdLevel::avx512_vbmi);
+        ASSERT_TRUE(FrameEncoder(options).encode_bundle(bases, targets, {3, 4}, &frames[k]).is_ok());
+      }
+      limit_simd(SimdLevel::avx512_vbmi);
+      EXPECT_EQ(frames[1], frames[0]);
+      std::vector<std::vector<uint8_t>> dst = base;
+      std::vector<Region> dsts;
+      for (size_t i = 0; i < boxes.size(); ++i) dsts.push_back(dense_region(boxes[i], 2, dst[i].data()));
+      ApplyOutcome outcome;
+      ASSERT_TRUE(FrameDecoder().apply_bundle(frames[1].data(), frames[1].size(), dsts, 3, &outcome).is_ok());
+      EXPECT_EQ(dst, target);
+    }
+  }
+}
+
 // The scan that hashes what it reads (scan_hash.h) gives XXH3 itself for every length class:
 // short inputs (up to 240 bytes), one byte past, whole and partial 1 KiB blocks and 64-byte
 // stripes, and boxes spanning several encoder blocks.
