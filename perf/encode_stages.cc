@@ -5,8 +5,8 @@
 //   hash    XXH3 of both copies (the header's two hashes: what encode cannot read less than);
 //   scan    encode's first stage: the fused scan that hashes both copies and copies the changed
 //           words out (scan_and_hash);
-//   tokens  the scan, then the gap and ordered-delta tokens (ChangeCollector);
-//   encode  FrameEncoder::encode_delta, the whole frame;
+//   tokens  the scan, then the gap and ordered-delta tokens (ChangeCollector) apart from it;
+//   encode  FrameEncoder::encode_delta, the whole frame (which tokenises during the scan);
 //   encodeN the same on --encode-threads threads, one encoder each, frames in flight (run_ordered,
 //           as a trainer and `dcr bench codec` run them), still over one core's memcpy;
 //   decode  FrameDecoder::decode of those frames: positions and values into arrays, the entropy
@@ -14,9 +14,10 @@
 //   apply   FrameDecoder::apply of those frames to a copy of the base (reset untimed before), the
 //           whole apply: decode, scatter, and the hash of the box after.
 // Each stage's speed is taken over the memcpy of its own repetition (median [min-max]), and the
-// differences between stages give what tokenising and the rest of encode (choices, entropy coding,
-// the frame) cost per change, and what apply spends beyond decoding (reading the box in, the scatter
-// and the hash after). Every apply is checked bit for bit against the target. With --huge-pages the
+// differences between stages give per change what tokenising costs apart from the scan, what encode
+// spends beyond the scan (what is left of tokenising where it overlaps the scan's reads, then the
+// choices, entropy coding and the frame), and what apply spends beyond decoding (reading the box
+// in, the scatter and the hash after). Every apply is checked bit for bit against the target. With --huge-pages the
 // model's copies (base, target and memcpy's destination) are advised onto transparent huge pages
 // before they are first touched.
 // Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] [--huge-pages] ...
@@ -281,10 +282,10 @@ bool run_rate(const Options& o, double percent) {
   const double per_change = 1e9 / static_cast<double>(std::max<uint64_t>(expected, 1));
   const double scan = median(times[kScan]), tokens = median(times[kTokens]), encode = median(times[kEncode]);
   const double at_target = median(times[kMemcpy]) / 0.6;  // encode at 0.6x memcpy
-  std::printf("%6.2f%%  %llu changes; ns a change: scan over hash %.2f, tokenise %.2f, rest of encode %.2f; "
-              "encode at 0.6x memcpy leaves %.2f after the scan\n",
+  std::printf("%6.2f%%  %llu changes; ns a change: scan over hash %.2f, tokenise apart %.2f, encode beyond the scan "
+              "%.2f; encode at 0.6x memcpy leaves %.2f after the scan\n",
               percent, static_cast<unsigned long long>(expected), (scan - median(times[kHash])) * per_change,
-              (tokens - scan) * per_change, (encode - tokens) * per_change, (at_target - scan) * per_change);
+              (tokens - scan) * per_change, (encode - scan) * per_change, (at_target - scan) * per_change);
   const double decode = median(times[kDecode]), apply = median(times[kApply]);
   std::printf("%6.2f%%  ns a change: decode %.2f, apply beyond decoding %.2f; apply at 0.7x memcpy leaves %.2f in all\n",
               percent, decode * per_change, (apply - decode) * per_change,
