@@ -117,19 +117,22 @@ DCR_AVX512_VBMI inline void stage_words(uint16_t* out, __mmask32 mask, __m512i c
   _mm512_storeu_si512(out, _mm512_maskz_compress_epi16(mask, chunk));
 }
 
-// At most one group of changes tokenised per this many chunks: spread thin, that work hides between
-// the scan's reads (one group per 256 elements keeps pace up to 6.25% changed; past that the rest
-// waits for the scan's end). Tokenising each group as soon as it is ready (bursts after every staged
-// run) measured slower than tokenising after the scan; one group per 8 chunks, faster (encode at
-// 3% and 5% changed, perf/encode_stages.sh, two builds alternated).
-constexpr uint64_t kChunksPerGroup = 8;
+// Tokenising is spread evenly over the scan, one group of sixteen changes every `pace` chunks: the
+// groups a staged run of positions makes ready are spread over the next run's chunks, leaving one
+// group's worth of slack (at 3% changed about one group per 16 chunks, at 5% one per 9). Spread
+// thin, that work hides between the scan's reads: bursts of it (every group as soon as it was
+// ready) measured slower than tokenising after the scan, one group every 8 chunks whatever the
+// rate faster, and spreading by the rate faster again at 1% and 3% (encode in dcr bench codec, two
+// builds alternated; the stage tool's 4 Mi-element frames showed no difference).
+constexpr uint64_t kRunChunks = kScanStageElements / 32;
+constexpr uint64_t kMaxPace = 32;
 
 // Feeds the stripes the scan reads to both hashes (stripe c of each buffer is its chunk c). Both
 // buffers have one length, so one count bounds both. The hook is a local of the scan's caller, so
 // its accumulators stay in registers for the whole block instead of round-tripping through memory.
-// When tokenising, it also tokenises a group of sixteen changes every kChunksPerGroup chunks where
-// one is ready (positions written, not yet tokenised): a few dozen vector steps between the scan's
-// reads, done while those are in flight.
+// When tokenising, it also tokenises a group of sixteen changes every `pace` chunks where one is
+// ready (positions written, not yet tokenised): a few dozen vector steps between the scan's reads,
+// done while those are in flight.
 struct StripeHook {
   SplitAcc base_acc;
   SplitAcc target_acc;
@@ -146,7 +149,14 @@ struct StripeHook {
   uint64_t tokenised;  // and [0, tokenised) tokenised
   avx512::GroupTokenizer* tokens;  // apart, so that the hook's registers stay registers
 
-  void positions_final(uint64_t n) { written = n; }
+  uint64_t pace = kMaxPace;       // chunks between two groups
+  uint64_t countdown = kMaxPace;  // chunks until the next group
+
+  void positions_final(uint64_t n) {
+    written = n;
+    pace = std::clamp<uint64_t>(kRunChunks / ((written - tokenised) / 16 + 1), 1, kMaxPace);
+    countdown = std::min(countdown, pace);
+  }
 
   DCR_AVX512_VBMI void tokenize_group() {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base_words + tokenised));
@@ -160,7 +170,10 @@ struct StripeHook {
   DCR_AVX512_VBMI void operator()(uint64_t c, __m512i base_chunk, __m512i target_chunk, __mmask32 mask, uint64_t j) {
     stage_words(base_words + j, mask, base_chunk);
     stage_words(target_words + j, mask, target_chunk);
-    if (tokenising && c % kChunksPerGroup == 0 && tokenised + 16 <= written) tokenize_group();
+    if (tokenising && --countdown == 0) {
+      countdown = pace;
+      if (tokenised + 16 <= written) tokenize_group();
+    }
     if (first + c >= stripes) return;
     accumulate_stripe(base_acc, base_chunk, first + c, blocks);
     accumulate_stripe(target_acc, target_chunk, first + c, blocks);

@@ -44,22 +44,25 @@ struct NoChunkHook {
 // no better). The bench shows it only within this machine's noise.
 constexpr uint64_t kScanPrefetchBytes = 256;
 
+// The elements of one run of the 2-byte scan: their positions are staged as 16-bit offsets, then
+// widened (and become final, hook.positions_final) at the run's end.
+constexpr uint64_t kScanStageElements = 4096;
+
 // 2-byte elements with AVX512-VBMI2: the 32 mask bits of a chunk compress 16-bit offsets in one
 // instruction and one store (half the work of two 16-lane compresses), staged per run of
-// kStageElements and widened to positions afterwards. hook(c, base chunk, target chunk, mask, j)
+// kScanStageElements and widened to positions afterwards. hook(c, base chunk, target chunk, mask, j)
 // sees every whole 64-byte chunk c (counted from element 0) in order, in the registers the compare
 // read, with the chunk's change mask and the index j its first change takes in `positions`;
 // hook.positions_final(n) learns when positions[0, n) are written.
 template <class Hook>
 DCR_AVX512_VBMI uint64_t scan_w2_vbmi2(const uint8_t* base, const uint8_t* target, uint64_t begin, uint64_t end,
                                        uint32_t* positions, Hook& hook) {
-  constexpr uint64_t kStageElements = 4096;
   const uint64_t first_chunk = (begin + 31) / 32, chunks = end / 32;
   if (first_chunk >= chunks) return scan_scalar(base, target, begin, end, 2, positions, 0);
   uint64_t changed = scan_scalar(base, target, begin, first_chunk * 32, 2, positions, 0);
-  alignas(64) uint16_t stage[kStageElements + 32];
-  for (uint64_t run = first_chunk; run < chunks; run += kStageElements / 32) {
-    const uint64_t run_end = std::min(chunks, run + kStageElements / 32);
+  alignas(64) uint16_t stage[kScanStageElements + 32];
+  for (uint64_t run = first_chunk; run < chunks; run += kScanStageElements / 32) {
+    const uint64_t run_end = std::min(chunks, run + kScanStageElements / 32);
     __m512i offsets = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
                                        12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     uint64_t staged = 0;
