@@ -1,7 +1,6 @@
 #include "src/codec/contexts.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "dcr/codec/simd.h"
 #include "dcr/codec/stream.h"
@@ -36,12 +35,27 @@ double ContextCoder::merged_estimate(unsigned begin, unsigned end) const {
   return StreamCodec::estimate_table_and_code(bucket, size);
 }
 
+// per_context_ over every stride_-th change, in four sets of counts: runs of one context then make
+// four chains of increments, not one.
+void ContextCoder::count_contexts(const uint8_t* contexts) {
+  uint32_t sets[4][256] = {};
+  const uint64_t step = 4 * stride_;
+  uint64_t j = 0;
+  for (; j + 3 * stride_ < n_; j += step) {
+    ++sets[0][contexts[j]];
+    ++sets[1][contexts[j + stride_]];
+    ++sets[2][contexts[j + 2 * stride_]];
+    ++sets[3][contexts[j + 3 * stride_]];
+  }
+  for (; j < n_; j += stride_) ++sets[0][contexts[j]];
+  for (unsigned c = 0; c < 256; ++c) per_context_[c] = uint64_t{sets[0][c]} + sets[1][c] + sets[2][c] + sets[3][c];
+}
+
 double ContextCoder::choose(const uint8_t* contexts, const uint8_t* tokens, uint64_t n, uint8_t shift) {
   constexpr uint64_t kExactBelow = 1 << 16;  // longer frames are sampled: the rule never affects correctness
   n_ = n;
   stride_ = n < kExactBelow ? 1 : 4;
-  std::memset(per_context_, 0, sizeof per_context_);
-  for (uint64_t j = 0; j < n; j += stride_) ++per_context_[contexts[j]];
+  count_contexts(contexts);
   for (unsigned c = 0; c < 256; ++c) {
     if (per_context_[c] != 0) rows_[c].fill(0);
   }
@@ -91,7 +105,29 @@ DCR_AVX512_VBMI uint64_t bucket_ids_avx512(const uint8_t* contexts, uint64_t n, 
   for (uint64_t j = 0; j < whole; j += 64) _mm512_storeu_si512(buckets + j, bucket_ids64(contexts + j, rule));
   return whole;
 }
+
+DCR_AVX512 uint64_t contexts_of_avx512(const uint16_t* words, uint64_t n, unsigned shift, uint8_t* contexts) {
+  const uint64_t whole = n / 32 * 32;
+  const __m128i count = _mm_cvtsi32_si128(static_cast<int>(shift));
+  for (uint64_t j = 0; j < whole; j += 32) {
+    const __m512i shifted = _mm512_srl_epi16(_mm512_loadu_si512(words + j), count);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(contexts + j), _mm512_cvtepi16_epi8(shifted));
+  }
+  return whole;
+}
 #endif
+
+}  // namespace
+
+void contexts_of(const uint16_t* words, uint64_t n, unsigned shift, uint8_t* contexts) {
+  uint64_t j = 0;
+#if defined(__x86_64__)
+  if (simd_level() >= SimdLevel::avx512) j = contexts_of_avx512(words, n, shift, contexts);
+#endif
+  for (; j < n; ++j) contexts[j] = static_cast<uint8_t>(words[j] >> shift);
+}
+
+namespace {
 
 // Each of n changes' bucket, from its context (bucket_of: ContextRule::fill_table).
 void bucket_ids(const uint8_t* contexts, uint64_t n, const ContextRule& rule, const uint8_t* bucket_of,

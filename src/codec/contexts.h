@@ -33,6 +33,9 @@ struct ContextRule {
 
 struct Section;
 
+// Each of n changes' context, (word >> shift) & 0xff, from its base word.
+void contexts_of(const uint16_t* words, uint64_t n, unsigned shift, uint8_t* contexts);
+
 // Chooses the rule for n changes from their base contexts ((base >> shift) & 0xff) and value
 // tokens, by the estimated size of the section, and builds the section: a raw stream of the rule's
 // three bytes (shift, first, buckets), the token stream, each token by its bucket's table, and the
@@ -46,6 +49,7 @@ class ContextCoder {
   void build(const uint8_t* contexts, const Section& value_tokens, StreamCodec* codec, Section* out);
 
  private:
+  void count_contexts(const uint8_t* contexts);
   double estimate(unsigned first, unsigned buckets) const;
   double merged_estimate(unsigned begin, unsigned end) const;
   ContextRule rule_;

@@ -333,8 +333,7 @@ double FrameEncoder::choose_contexts(const Region& base, const uint32_t* positio
   const unsigned width = base.width, shift = *options_.context_shift;
   uint8_t* contexts = s.base_contexts.reserve(changed);
   if (s.words_copied) {  // the scan copied the base words out: no second look at the box
-    const uint16_t* words = s.base_words.data();
-    for (uint64_t j = 0; j < changed; ++j) contexts[j] = static_cast<uint8_t>(words[j] >> shift);
+    contexts_of(s.base_words.data(), changed, shift, contexts);
   } else {
     for (uint64_t j = 0; j < changed; ++j) {
       contexts[j] = static_cast<uint8_t>(load_word(base.data, positions[j], width) >> shift);
