@@ -1,6 +1,7 @@
 // Where encode and apply time go, stage by stage, on a bf16 pair shaped like a training step
 // (issue 16's measurement: of the changed values, 84% move 1 ulp, 6% 2 ulps, 10% more; positions
-// i.i.d.). Each repetition times, in turn and each from cold caches, over the same frames:
+// i.i.d.). Each repetition times, in turn and each from cold caches (with --warm, from whatever the
+// stage before left in them), over the same frames:
 //   memcpy  one copy of the model;
 //   hash    XXH3 of both copies (the header's two hashes: what encode cannot read less than);
 //   scan    encode's first stage: the fused scan that hashes both copies and copies the changed
@@ -19,8 +20,9 @@
 // choices, entropy coding and the frame), and what apply spends beyond decoding (reading the box
 // in, the scatter and the hash after). Every apply is checked bit for bit against the target. With --huge-pages the
 // model's copies (base, target and memcpy's destination) are advised onto transparent huge pages
-// before they are first touched.
-// Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] [--huge-pages] ...
+// before they are first touched. With --warm and a model small enough for the caches (say
+// --elements 4194304), every stage reads from cache: the core's own speed, with no wait on memory.
+// Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] [--huge-pages] [--warm] ...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -57,6 +59,7 @@ struct Options {
   int threads = 2;  // encodeN's
   uint64_t seed = 1;
   bool huge_pages = false;
+  bool warm = false;  // no eviction before a stage
 };
 
 // `elements` bf16 values, not yet touched: on transparent huge pages where asked (and the kernel
@@ -145,7 +148,7 @@ class StageRunner {
   template <class Pass>
   double timed(Pass&& pass) {
     uint64_t sum = 0;
-    for (size_t i = 0; i < evict_.size(); i += 64) sum += evict_[i];
+    for (size_t i = 0; i < evict_.size() && !o_.warm; i += 64) sum += evict_[i];
     sink_ += sum;
     const auto start = Clock::now();
     pass();
@@ -325,7 +328,8 @@ int main(int argc, char** argv) {
       "reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions")(
       "encode-threads", po::value(&o.threads)->default_value(o.threads), "threads of the encodeN stage")(
       "seed", po::value(&o.seed)->default_value(o.seed), "seed of the model and its step")(
-      "huge-pages", po::bool_switch(&o.huge_pages), "advise the model's copies onto transparent huge pages");
+      "huge-pages", po::bool_switch(&o.huge_pages), "advise the model's copies onto transparent huge pages")(
+      "warm", po::bool_switch(&o.warm), "no cache eviction before each stage (the core's speed on a small model)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -344,9 +348,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dcr_encode_stages: need rates in (0, 50], --reps >= 1, --encode-threads in [1, 64], --elements >= 1024, 1024 <= --frame-elements < 2^32\n");
     return 2;
   }
-  std::printf("%llu bf16 elements%s, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
+  std::printf("%llu bf16 elements%s%s, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
               "repetition, median [min-max]\n",
               static_cast<unsigned long long>(o.elements), o.huge_pages ? " on huge pages" : "",
+              o.warm ? ", caches warm" : "",
               static_cast<unsigned long long>(o.frame_elements), o.reps);
   for (double percent : o.rates) {
     if (!run_rate(o, percent)) return 1;
