@@ -112,11 +112,6 @@ void StripeHash::feed(const uint8_t* buffer, uint64_t begin, uint64_t end, uint6
 bool scan_and_hash_available(unsigned width) { return width == 2 && simd_level() >= SimdLevel::avx512_vbmi; }
 
 #if defined(__x86_64__)
-// The changed words of a chunk, in order, written as one whole register (the output has room).
-DCR_AVX512_VBMI inline void stage_words(uint16_t* out, __mmask32 mask, __m512i chunk) {
-  _mm512_storeu_si512(out, _mm512_maskz_compress_epi16(mask, chunk));
-}
-
 // Tokenising is spread evenly over the scan, one group of sixteen changes every `pace` chunks: the
 // groups a staged run of positions makes ready are spread over the next run's chunks, leaving one
 // group's worth of slack (at 3% changed about one group per 16 chunks, at 5% one per 9). Spread
@@ -170,8 +165,8 @@ struct StripeHook {
   }
 
   DCR_AVX512_VBMI void operator()(uint64_t c, __m512i base_chunk, __m512i target_chunk, __mmask32 mask, uint64_t j) {
-    stage_words(base_words + j, mask, base_chunk);
-    stage_words(target_words + j, mask, target_chunk);
+    store_compressed(base_words + j, mask, base_chunk);
+    store_compressed(target_words + j, mask, target_chunk);
     if (tokenising && --countdown == 0) {
       countdown = pace;
       if (tokenised + 16 <= written) tokenize_group();

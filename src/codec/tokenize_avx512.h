@@ -56,9 +56,39 @@ DCR_AVX512 inline Fields merge_even_odd(const Fields& pairs) {
                 _mm512_add_epi64(pairs.bits, odd_bits)};
 }
 
-// Whether every four of merge_even_odd fits 64 bits.
-DCR_AVX512 inline bool fours_fit(const Fields& fours) {
-  return _mm512_mask_cmpgt_epu64_mask(0x55, fours.bits, _mm512_set1_epi64(64)) == 0;
+// Fields in lanes 0, d, 2d, ... merged with the lane d above each (d = 2 or 4: fours into eights in
+// lanes 0 and 4, eights into one in lane 0): the lower field, then the upper one above it. Right
+// only where each merged pair's bits add up to 64 at most.
+template <int D>
+DCR_AVX512 inline Fields merge_up(const Fields& f) {
+  const __m512i upper_value = _mm512_alignr_epi64(f.value, f.value, D);
+  const __m512i upper_bits = _mm512_alignr_epi64(f.bits, f.bits, D);
+  return Fields{_mm512_or_si512(f.value, _mm512_sllv_epi64(upper_value, f.bits)),
+                _mm512_add_epi64(f.bits, upper_bits)};
+}
+
+// Whether the fields in the lanes of `lanes` each fit 64 bits.
+DCR_AVX512 inline bool fit(const Fields& f, __mmask8 lanes) {
+  return _mm512_mask_cmpgt_epu64_mask(lanes, f.bits, _mm512_set1_epi64(64)) == 0;
+}
+
+// A group's sixteen fields as few as fit 64 bits each: one, two (eights), four (fours) or eight
+// (pairs). Stores the fields' values and bits and returns the lane step between them (8, 4, 2 or 1).
+DCR_AVX512 inline unsigned fewest_fields(__m512i value, __m512i bits, uint64_t* values, uint64_t* counts) {
+  const Fields pairs = merge_pairs(value, bits);
+  const Fields fours = merge_even_odd(pairs);
+  Fields chosen = pairs;
+  unsigned step = 1;
+  if (fit(fours, 0x55)) {
+    const Fields eights = merge_up<2>(fours);
+    const Fields sixteen = merge_up<4>(eights);
+    const bool one = fit(sixteen, 0x01), two = fit(eights, 0x11);
+    chosen = one ? sixteen : two ? eights : fours;
+    step = one ? 8 : two ? 4 : 2;
+  }
+  _mm512_store_si512(values, chosen.value);
+  _mm512_store_si512(counts, chosen.bits);
+  return step;
 }
 
 // The tokeniser's state between groups: the cursors of both token streams, the gap carried from
@@ -69,12 +99,12 @@ struct GroupTokenizer {
   __m512i gap_max, delta_max;
   uint64_t next = 0;  // the position after the last change
   uint64_t groups = 0;
-  // Extra bits leave in merged fields, fewer puts (each put is a serial step): delta fields (at
-  // most 13 bits) in fours, gap fields (at most 29) in fours where they fit, else in pairs. A
-  // group's fields go through memory and are put one group later, when their stores have landed
-  // (a scalar load waiting on a wide store would stall every put).
+  // Extra bits leave in merged fields, fewer puts (each put is a serial step): each stream's
+  // sixteen fields in as few as fit 64 bits each (fewest_fields). A group's fields go through
+  // memory and are put one group later, when their stores have landed (a scalar load waiting on a
+  // wide store would stall every put).
   alignas(64) uint64_t fields[2][4][8];  // [group parity][gap value, gap bits, delta value, delta bits]
-  bool gap_fours[2], delta_bits[2];
+  uint8_t gap_step[2], delta_step[2];  // lanes between two fields; delta 0: no extra bits
 
   DCR_AVX512 void start(const TokenWriter::Cursor& gap_cursor, const TokenWriter::Cursor& delta_cursor,
                         uint64_t after_last) {
@@ -99,19 +129,12 @@ struct GroupTokenizer {
     store_symbols(delta, &deltas);
     gap_max = _mm512_max_epu32(gap_max, gap.symbol);
     delta_max = _mm512_max_epu32(delta_max, delta.symbol);
-    const Fields gap_pairs = merge_pairs(gap.extra, gap.extra_bits);
-    const Fields gap_quads = merge_even_odd(gap_pairs);
-    const bool fours = fours_fit(gap_quads);
-    const Fields gap_fields = fours ? gap_quads : gap_pairs;
-    const Fields delta_quads = merge_even_odd(merge_pairs(delta.extra, delta.extra_bits));
     const unsigned parity = groups & 1;
     uint64_t (&f)[4][8] = fields[parity];
-    gap_fours[parity] = fours;
-    delta_bits[parity] = _mm512_test_epi32_mask(delta.extra_bits, delta.extra_bits) != 0;
-    _mm512_store_si512(f[0], gap_fields.value);
-    _mm512_store_si512(f[1], gap_fields.bits);
-    _mm512_store_si512(f[2], delta_quads.value);
-    _mm512_store_si512(f[3], delta_quads.bits);
+    gap_step[parity] = static_cast<uint8_t>(fewest_fields(gap.extra, gap.extra_bits, f[0], f[1]));
+    const bool delta_extra = _mm512_test_epi32_mask(delta.extra_bits, delta.extra_bits) != 0;
+    const unsigned step = fewest_fields(delta.extra, delta.extra_bits, f[2], f[3]);
+    delta_step[parity] = static_cast<uint8_t>(delta_extra ? step : 0);
     if (groups > 0) put_group(parity ^ 1);
     ++groups;
   }
@@ -132,12 +155,9 @@ struct GroupTokenizer {
  private:
   void put_group(unsigned parity) {
     const uint64_t (&f)[4][8] = fields[parity];
-    for (int i = 0; i < 8; i += 2) {
-      gaps.bits.put(f[0][i], static_cast<unsigned>(f[1][i]));
-      if (!gap_fours[parity]) gaps.bits.put(f[0][i + 1], static_cast<unsigned>(f[1][i + 1]));
-    }
-    if (!delta_bits[parity]) return;  // most groups at a few % changed: deltas of one or two steps
-    for (int i = 0; i < 8; i += 2) deltas.bits.put(f[2][i], static_cast<unsigned>(f[3][i]));
+    for (unsigned i = 0; i < 8; i += gap_step[parity]) gaps.bits.put(f[0][i], static_cast<unsigned>(f[1][i]));
+    if (delta_step[parity] == 0) return;  // many groups at a few % changed: deltas of one or two steps
+    for (unsigned i = 0; i < 8; i += delta_step[parity]) deltas.bits.put(f[2][i], static_cast<unsigned>(f[3][i]));
   }
 };
 
