@@ -35,27 +35,11 @@ double ContextCoder::merged_estimate(unsigned begin, unsigned end) const {
   return StreamCodec::estimate_table_and_code(bucket, size);
 }
 
-// per_context_ over every stride_-th change, in four sets of counts: runs of one context then make
-// four chains of increments, not one.
-void ContextCoder::count_contexts(const uint8_t* contexts) {
-  uint32_t sets[4][256] = {};
-  const uint64_t step = 4 * stride_;
-  uint64_t j = 0;
-  for (; j + 3 * stride_ < n_; j += step) {
-    ++sets[0][contexts[j]];
-    ++sets[1][contexts[j + stride_]];
-    ++sets[2][contexts[j + 2 * stride_]];
-    ++sets[3][contexts[j + 3 * stride_]];
-  }
-  for (; j < n_; j += stride_) ++sets[0][contexts[j]];
-  for (unsigned c = 0; c < 256; ++c) per_context_[c] = uint64_t{sets[0][c]} + sets[1][c] + sets[2][c] + sets[3][c];
-}
-
 double ContextCoder::choose(const uint8_t* contexts, const uint8_t* tokens, uint64_t n, uint8_t shift) {
   constexpr uint64_t kExactBelow = 1 << 16;  // longer frames are sampled: the rule never affects correctness
   n_ = n;
   stride_ = n < kExactBelow ? 1 : 4;
-  count_contexts(contexts);
+  strided_histogram_of(contexts, n, stride_, &per_context_);
   for (unsigned c = 0; c < 256; ++c) {
     if (per_context_[c] != 0) rows_[c].fill(0);
   }

@@ -49,13 +49,12 @@ class ContextCoder {
   void build(const uint8_t* contexts, const Section& value_tokens, StreamCodec* codec, Section* out);
 
  private:
-  void count_contexts(const uint8_t* contexts);
   double estimate(unsigned first, unsigned buckets) const;
   double merged_estimate(unsigned begin, unsigned end) const;
   ContextRule rule_;
   uint64_t n_ = 0;
   uint64_t stride_ = 1;          // the histograms count every stride_-th change
-  uint64_t per_context_[256];
+  Histogram per_context_;  // changes by context, every stride_-th counted
   unsigned symbols_ = 256;       // the sampled tokens lie below it
   double single_[256];           // each context's estimate as a bucket of its own
   std::vector<Histogram> rows_;  // value tokens by context (rows of contexts present only)

@@ -133,8 +133,8 @@ struct GroupTokenizer {
     uint64_t (&f)[4][8] = fields[parity];
     gap_step[parity] = static_cast<uint8_t>(fewest_fields(gap.extra, gap.extra_bits, f[0], f[1]));
     const bool delta_extra = _mm512_test_epi32_mask(delta.extra_bits, delta.extra_bits) != 0;
-    const unsigned step = fewest_fields(delta.extra, delta.extra_bits, f[2], f[3]);
-    delta_step[parity] = static_cast<uint8_t>(delta_extra ? step : 0);
+    const unsigned delta_lane_step = delta_extra ? fewest_fields(delta.extra, delta.extra_bits, f[2], f[3]) : 0;
+    delta_step[parity] = static_cast<uint8_t>(delta_lane_step);
     if (groups > 0) put_group(parity ^ 1);
     ++groups;
   }

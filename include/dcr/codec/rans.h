@@ -27,6 +27,8 @@ constexpr uint32_t kRansProbScale = 1u << kRansProbBits;
 using Histogram = std::array<uint64_t, 256>;
 
 void histogram_of(const uint8_t* symbols, size_t count, Histogram* hist);
+// The counts of every stride-th symbol (symbols 0, stride, 2 stride, ... below count), unscaled.
+void strided_histogram_of(const uint8_t* symbols, size_t count, size_t stride, Histogram* hist);
 
 // Counts for a rANS table over long streams, read from every kHistogramStride-th symbol and
 // scaled; every symbol up to `max_symbol` (the stream's largest) counts at least 1, so each symbol
