@@ -20,6 +20,7 @@ packages=(
   python3-torch                       # the live PyTorch demo (examples/torch_refit), CPU build
   clang libclang-rt-14-dev            # libFuzzer for the decoder fuzz target
   gnuplot-nox                         # benchmark plots (perf/report.sh)
+  iproute2 iputils-ping               # the cluster on one machine (tests/cluster): namespaces, tc, ping
 )
 
 missing=()

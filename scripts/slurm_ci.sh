@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# Slurm CI check: the refit job on a real (one-node) Slurm cluster on this machine.
+# Slurm CI check: the job scripts on a real Slurm cluster on this machine.
+#   scripts/slurm_ci.sh [--nodes N] [dcr refit options for the jobs]
 #   1. installs Debian's slurm-wlm and munge if missing (no service is started by the packages);
-#   2. starts munged, writes /etc/slurm/slurm.conf for this node and starts slurmctld and slurmd
-#      as root, without systemd or cgroups, and waits for the node to be idle;
-#   3. submits jobs/refit.sbatch unchanged, as a user would, on one node with 5 tasks and
-#      CONFIG=configs/refit_slurm_ci.ini, waits for it and checks results/job-<id>/refit.json
-#      (every step committed and bit-exact);
-#   4. stops the daemons it started and removes its slurm.conf (restoring one that was there).
+#   2. starts munged, writes /etc/slurm/slurm.conf and starts slurmctld and slurmd as root, without
+#      systemd or cgroups, and waits for the nodes to be idle. With --nodes 1 (the default) the
+#      node is this machine. With --nodes N > 1 the nodes are network namespaces with host names of
+#      their own (tests/cluster/cluster.sh: N/2 trainer nodes, the rest rollout nodes, a 1 Gbit/s
+#      WAN between them): slurmctld runs on the first, one slurmd on each (each its own node name,
+#      pid file, spool and log, %n in slurm.conf), all sharing this machine's munged through its
+#      socket. Where namespaces cannot be made, --nodes N falls back to one node, and says so;
+#   3. submits jobs/refit.sbatch unchanged, as a user would, with CONFIG=configs/refit_slurm_ci.ini
+#      (one node: 5 tasks; N nodes: 3 tasks per node, 3N/2 trainers, so `--relays -1` puts one relay
+#      on each rollout node), waits for it and checks results/job-<id>/refit.json (every step
+#      committed and bit-exact). With N nodes it then submits jobs/restart_loop.sbatch with a rollout
+#      killed (kill -9) mid-apply in the first attempt: the second attempt must resume and finish
+#      bit-exact, every rank on the last version;
+#   4. stops the daemons it started, removes its slurm.conf (restoring one that was there) and the
+#      namespaces.
 # Run as root from anywhere after scripts/build.sh; exits non-zero with a message on any failure.
-# Extra arguments go to the job script, i.e. to `dcr refit` (e.g. `--transport mpi`).
 # Every wait has a timeout, and all of them together are cut to a budget (SLURM_CI_LIMIT, default
-# 230 s) that leaves time for the cleanup (at most ~65 s), so a run ends within 5 minutes.
-# Environment: SLURM_CI_LIMIT, SLURM_CI_JOB_TIMEOUT (the job's wait, default 200 s; a passing job
-# takes 5-20 s here), SLURM_CI_CPUS (CPUs the node claims, default max(real, 8)),
-# SLURM_CI_KEEP=1 (leave the cluster running for debugging; the next run cleans it up).
+# 230 s, or 330 s with several nodes) that leaves time for the cleanup (at most ~65 s).
+# Environment: SLURM_CI_LIMIT, SLURM_CI_JOB_TIMEOUT (each job's wait, default 200 s; a passing job
+# takes 5-30 s here), SLURM_CI_CPUS (CPUs each node claims, default max(real, 8)),
+# SLURM_CI_KEEP=1 (leave the cluster running for debugging; the next run cleans it up; one node only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-limit=${SLURM_CI_LIMIT:-230}
+nodes=1
+if [ "${1:-}" = --nodes ]; then nodes=$2; shift 2; fi
+[[ $nodes =~ ^[1-9][0-9]?$ ]] && { [ "$nodes" -eq 1 ] || [ $((nodes % 2)) -eq 0 ]; } ||
+  { echo "slurm_ci.sh: --nodes $nodes: 1, or an even number of nodes (half trainer, half rollout)" >&2; exit 2; }
+limit=${SLURM_CI_LIMIT:-$((nodes > 1 ? 330 : 230))}
 job_timeout=${SLURM_CI_JOB_TIMEOUT:-200}
 node_timeout=60
 state=/run/dcr-slurm-ci            # our pid files and markers
@@ -73,6 +86,9 @@ show_logs() {
   done
 }
 munge_ok() { munge -n -t 10 | unmunge; }
+# on_head COMMAND...: a Slurm client command where slurmctld can be reached (with several nodes:
+# on the head node, in a clean environment, as a user logged in there).
+on_head() { if [ "$nodes" -gt 1 ]; then cluster_on "${CLUSTER_NODES[0]}" "$@"; else "$@"; fi; }
 
 jobid=""
 cleanup() {
@@ -82,12 +98,12 @@ cleanup() {
   if [ "${SLURM_CI_KEEP:-0}" = 1 ]; then
     log "SLURM_CI_KEEP=1: leaving munged, slurmctld, slurmd and $conf in place"
   else
-    if [ -n "$jobid" ] && timeout 10 squeue -h -j "$jobid" 2>/dev/null | grep -q .; then
+    if [ -n "$jobid" ] && on_head timeout 10 squeue -h -j "$jobid" 2>/dev/null | grep -q .; then
       log "cancelling job $jobid"
-      timeout 10 scancel "$jobid"
-      wait_for 20 "job $jobid to leave the queue" bash -c "! timeout 5 squeue -h -j $jobid | grep -q ." || true
+      on_head timeout 10 scancel "$jobid"
+      wait_for 20 "job $jobid to leave the queue" on_head bash -c "! timeout 5 squeue -h -j $jobid | grep -q ." || true
     fi
-    stop slurmd "$state/slurmd.pid"
+    for n in "${slurm_nodes[@]}"; do stop slurmd "$(slurmd_pid_file "$n")"; done
     stop slurmctld "$state/slurmctld.pid"
     if [ -e "$state/munged.ours" ]; then
       stop munged /run/munge/munged.pid
@@ -99,6 +115,7 @@ cleanup() {
     rm -f "$state/submitted"
     rmdir "$state" 2>/dev/null
   fi
+  [ "$nodes" -eq 1 ] || cluster_down
   if [ "$rc" -eq 0 ]; then log "PASSED in ${SECONDS}s"; else log "FAILED (exit $rc) after ${SECONDS}s" >&2; fi
   exit "$rc"
 }
@@ -109,6 +126,8 @@ command -v mpirun >/dev/null || fail "mpirun is missing: run scripts/setup.sh fi
 [ -f "$config" ] || fail "$config is missing"
 
 own_policy=0
+slurm_nodes=("$host")
+slurmd_pid_file() { if [ "$nodes" -gt 1 ]; then echo "$state/slurmd-$1.pid"; else echo "$state/slurmd.pid"; fi; }
 mkdir -p "$state"
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -169,10 +188,33 @@ else
   wait_for 15 "munged to answer" munge_ok || { show_logs /var/log/munge/munged.log; fail "munged does not answer"; }
 fi
 
-# --- 2b. slurm.conf ----------------------------------------------------------------------------
-# Daemons left by an earlier run that was killed: cancel their jobs, stop them (ours only, by pid
-# file).
-if [ -n "$(pid_of slurmctld "$state/slurmctld.pid")" ] && [ -f "$conf" ] && grep -qF "$conf_mark" "$conf"; then
+# --- 2b. the nodes -----------------------------------------------------------------------------
+if [ "$nodes" -gt 1 ]; then
+  ( source tests/cluster/cluster.sh && cluster_require_namespaces ) || {
+    log "network namespaces cannot be made here: running the one-node check instead of $nodes nodes"
+    nodes=1
+  }
+fi
+if [ "$nodes" -gt 1 ]; then
+  source tests/cluster/cluster.sh
+  cluster_up --name dcrs --trainer-nodes $((nodes / 2)) --rollout-nodes $((nodes / 2)) --wan-gbit 1
+  trap cleanup EXIT  # cleanup ends with cluster_down
+  slurm_nodes=("${CLUSTER_NODES[@]}")
+  ctld_addr=${CLUSTER_ADDRESS[${CLUSTER_NODES[0]}]}
+  node_addr() { echo "${CLUSTER_ADDRESS[$1]}"; }
+  on_node() { local n=$1; shift; cluster_on "$n" "$@"; }
+else
+  ctld_addr=127.0.0.1
+  node_addr() { echo 127.0.0.1; }
+  on_node() { shift; "$@"; }
+fi
+head_node=${slurm_nodes[0]}
+
+# --- 2c. slurm.conf ----------------------------------------------------------------------------
+# Daemons left by an earlier one-node run that was killed: cancel their jobs, stop them (ours only,
+# by pid file). (A killed cluster run leaves its namespaces: tests/cluster/cluster.sh --name dcrs
+# --down removes them and what ran in them.)
+if [ "$nodes" -eq 1 ] && [ -n "$(pid_of slurmctld "$state/slurmctld.pid")" ] && [ -f "$conf" ] && grep -qF "$conf_mark" "$conf"; then
   left=$(timeout 10 squeue -h -o %i 2>/dev/null | tr '\n' ' ' || true)
   if [ -n "${left// /}" ]; then
     log "cancelling jobs left by an earlier run: $left"
@@ -188,11 +230,11 @@ for d in slurmctld slurmd; do
   others=$(pgrep -x "$d" | tr '\n' ' ' || true)
   [ -z "$others" ] || fail "a $d not started by this script is running (pid $others): stop it first"
 done
-# The node: its memory as slurmd sees it, and at least 8 CPUs. Slurm refuses a job whose tasks on
-# a node outnumber the node's CPUs (even with --overcommit), and the job runs 5 ranks; on a 2-core
-# machine the node therefore claims more CPUs than it has (slots, like mpirun --oversubscribe),
-# and SlurmdParameters=config_overrides makes slurmd register these values instead of draining the
-# node for the mismatch with the hardware.
+# Each node: this machine's memory as slurmd sees it, and at least 8 CPUs. Slurm refuses a job
+# whose tasks on a node outnumber the node's CPUs (even with --overcommit), and the job runs 5 ranks
+# on one node; on a 2-core machine a node therefore claims more CPUs than it has (slots, like
+# mpirun --oversubscribe), and SlurmdParameters=config_overrides makes slurmd register these values
+# instead of draining the node for the mismatch with the hardware.
 real_cpus=$(slurmd -C 2>/dev/null | sed -n 's/^NodeName=.* CPUs=\([0-9]*\) .*/\1/p' | head -n1)
 real_mem=$(slurmd -C 2>/dev/null | sed -n 's/.* RealMemory=\([0-9]*\).*/\1/p' | head -n1)
 : "${real_cpus:=$(nproc)}" "${real_mem:=$(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024))}"
@@ -202,11 +244,15 @@ if [ -f "$conf" ] && ! grep -qF "$conf_mark" "$conf"; then
   log "saving the existing $conf as $conf_backup (restored at the end)"
   mv -f "$conf" "$conf_backup"
 fi
+# One slurmd per node: with several, each its own pid file, spool and log (%n: its node name).
+if [ "$nodes" -gt 1 ]; then per_node=-%n; else per_node=; fi
+node_list=$(IFS=,; echo "${slurm_nodes[*]}")
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
-cat >"$conf" <<EOF
-$conf_mark (one-node CI cluster); removed when it ends.
+{
+  cat <<EOF
+$conf_mark ($nodes-node CI cluster); removed when it ends.
 ClusterName=dcr-ci
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$head_node($ctld_addr)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -224,80 +270,92 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 SlurmdParameters=config_overrides
 SlurmctldPidFile=$state/slurmctld.pid
-SlurmdPidFile=$state/slurmd.pid
+SlurmdPidFile=$state/slurmd$per_node.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
-SlurmdLogFile=/var/log/slurm/slurmd.log
+SlurmdLogFile=/var/log/slurm/slurmd$per_node.log
 StateSaveLocation=/var/spool/slurmctld
-SlurmdSpoolDir=/var/spool/slurmd
+SlurmdSpoolDir=/var/spool/slurmd$per_node
 SlurmctldTimeout=60
 SlurmdTimeout=120
 InactiveLimit=0
 KillWait=10
 MinJobAge=300
-NodeName=$host NodeAddr=127.0.0.1 $hw State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
-log "wrote $conf: node $host ($hw; $real_cpus real CPUs)"
+  for n in "${slurm_nodes[@]}"; do echo "NodeName=$n NodeAddr=$(node_addr "$n") $hw State=UNKNOWN"; done
+  echo "PartitionName=debug Nodes=$node_list Default=YES MaxTime=INFINITE State=UP"
+} >"$conf"
+log "wrote $conf: node(s) $node_list ($hw each; $real_cpus real CPUs)"
 
-# --- 2c. slurmctld and slurmd ------------------------------------------------------------------
+# --- 2d. slurmctld and slurmd ------------------------------------------------------------------
+slurmd_log() { if [ "$nodes" -gt 1 ]; then echo "/var/log/slurm/slurmd-$1.log"; else echo /var/log/slurm/slurmd.log; fi; }
 : >/var/log/slurm/slurmctld.log
-: >/var/log/slurm/slurmd.log
-log "starting slurmctld and slurmd"
-slurmctld -c || { show_logs /var/log/slurm/slurmctld.log; fail "slurmctld did not start"; }
-wait_for 30 "slurmctld to answer" bash -c 'timeout 5 scontrol ping | grep -q UP' ||
+for n in "${slurm_nodes[@]}"; do
+  : >"$(slurmd_log "$n")"
+  [ "$nodes" -eq 1 ] || mkdir -p "/var/spool/slurmd-$n"
+done
+log "starting slurmctld on $head_node and slurmd on $node_list"
+on_head slurmctld -c || { show_logs /var/log/slurm/slurmctld.log; fail "slurmctld did not start"; }
+wait_for 30 "slurmctld to answer" on_head bash -c 'timeout 5 scontrol ping | grep -q UP' ||
   { show_logs /var/log/slurm/slurmctld.log; fail "slurmctld does not answer"; }
-slurmd -c || { show_logs /var/log/slurm/slurmd.log; fail "slurmd did not start"; }
-node_idle() { timeout 5 sinfo -h -n "$host" -o %t | grep -qx 'idle'; }
-wait_for "$node_timeout" "node $host to be idle" node_idle || {
-  sinfo -N -l >&2 || true
-  scontrol show node "$host" >&2 || true
-  show_logs /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log
-  fail "node $host is not idle after ${node_timeout}s"
+for n in "${slurm_nodes[@]}"; do
+  if [ "$nodes" -gt 1 ]; then
+    on_node "$n" slurmd -c -N "$n" || { show_logs "$(slurmd_log "$n")"; fail "slurmd did not start on $n"; }
+  else
+    slurmd -c || { show_logs "$(slurmd_log "$n")"; fail "slurmd did not start"; }
+  fi
+done
+nodes_idle() { [ "$(on_head timeout 5 sinfo -h -N -n "$node_list" -o %t | grep -cx 'idle')" -eq ${#slurm_nodes[@]} ]; }
+wait_for "$node_timeout" "node(s) $node_list to be idle" nodes_idle || {
+  on_head sinfo -N -l >&2 || true
+  show_logs /var/log/slurm/slurmctld.log "$(slurmd_log "$head_node")"
+  fail "node(s) $node_list not all idle after ${node_timeout}s"
 }
-log "node $host is idle: $(sinfo -h -o '%P %D nodes %c cpus %m MB')"
+log "node(s) idle: $(on_head sinfo -h -o '%P %D nodes %c cpus %m MB')"
 
-# --- 3. the job --------------------------------------------------------------------------------
-# The job script is submitted unchanged. Command-line flags override its #SBATCH lines (2 nodes x
-# 4 tasks): one node, 5 tasks (2 trainers, 1 relay, 2 rollouts), a time limit inside the CI wait,
-# the Slurm log under results/ (ignored by git).
-# Root's mpirun needs the OMPI_ALLOW_RUN_AS_ROOT pair; --export=ALL carries it into the job.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mkdir -p results
-sbatch_args=(--parsable --nodes=1 --ntasks=5 --ntasks-per-node=5 --time=00:04:00
-  --output="results/slurm-ci-%j.out" --export="ALL,CONFIG=$config")
-log "sbatch ${sbatch_args[*]} jobs/refit.sbatch $*"
-# Job ids repeat across clusters (fresh state starts at 1), so results/job-<id>/ may hold an older
-# run's files: only a refit.json written after this point counts.
-touch "$state/submitted"
-jobid=$(sbatch "${sbatch_args[@]}" jobs/refit.sbatch "$@") || fail "sbatch refused the job"
-jobid=${jobid%%;*}
-out="results/slurm-ci-$jobid.out"
-log "submitted job $jobid; waiting for it (up to ${job_timeout}s)"
-job_field() { timeout 10 scontrol show job -o "$jobid" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# --- 3. the jobs -------------------------------------------------------------------------------
+job_field() { on_head timeout 10 scontrol show job -o "$jobid" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 job_done() {
   case "$(job_field JobState)" in
     PENDING | RUNNING | CONFIGURING | COMPLETING | SUSPENDED | REQUEUE* | RESIZING | SIGNALING | STAGE_OUT | "") return 1 ;;
   esac
 }
-if ! wait_for "$job_timeout" "job $jobid" job_done; then
-  scontrol show job "$jobid" >&2 || true
-  show_logs "$out" /var/log/slurm/slurmd.log
-  fail "job $jobid did not finish within ${job_timeout}s (state $(job_field JobState))"
-fi
-job_state=$(job_field JobState)
-job_exit=$(job_field ExitCode)
-log "job $jobid finished: $job_state, exit code $job_exit"
-if [ "$job_state" != COMPLETED ]; then
-  show_logs "$out" /var/log/slurm/slurmd.log
-  fail "job $jobid ended $job_state (exit code $job_exit); its log is $out"
-fi
-
-result="results/job-$jobid/refit.json"
-if [ ! -s "$result" ] || [ "$state/submitted" -nt "$result" ]; then
-  show_logs "$out"
-  fail "job $jobid completed but wrote no $result"
-fi
-if command -v python3 >/dev/null; then
+# run_job SCRIPT SBATCH-ARGS... -- JOB-ARGS...: submits SCRIPT unchanged, as a user on the head node
+# would, waits for it and fails unless it COMPLETED; sets jobid and out (its Slurm log).
+run_job() {
+  local script=$1 sb=() args=()
+  shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do sb+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  args=("$@")
+  log "sbatch ${sb[*]} $script ${args[*]}"
+  # Job ids repeat across clusters (fresh state starts at 1), so results/job-<id>/ may hold an
+  # older run's files: only results written after this point count.
+  touch "$state/submitted"
+  jobid=$(on_head sbatch --parsable -D "$PWD" "${sb[@]}" "$script" "${args[@]}") || fail "sbatch refused $script"
+  jobid=${jobid%%;*}
+  out="results/slurm-ci-$jobid.out"
+  log "submitted job $jobid; waiting for it (up to ${job_timeout}s)"
+  if ! wait_for "$job_timeout" "job $jobid" job_done; then
+    on_head scontrol show job "$jobid" >&2 || true
+    show_logs "$out" "$(slurmd_log "$head_node")"
+    fail "job $jobid did not finish within ${job_timeout}s (state $(job_field JobState))"
+  fi
+  local job_state job_exit
+  job_state=$(job_field JobState)
+  job_exit=$(job_field ExitCode)
+  log "job $jobid finished: $job_state, exit code $job_exit"
+  if [ "$job_state" != COMPLETED ]; then
+    show_logs "$out" "$(slurmd_log "$head_node")"
+    fail "job $jobid ended $job_state (exit code $job_exit); its log is $out"
+  fi
+}
+# check_steps FILE: every step in a refit.json committed and bit-exact, and at least one delta.
+check_steps() {
+  local result=$1 check
+  if [ ! -s "$result" ] || [ "$state/submitted" -nt "$result" ]; then
+    show_logs "$out"
+    fail "job $jobid completed but wrote no $result"
+  fi
   check=$(python3 - "$result" <<'EOF'
 import json, sys
 steps = json.load(open(sys.argv[1])).get("steps", [])
@@ -306,18 +364,52 @@ if not steps or bad or not any(s.get("kind") == "delta" for s in steps):
     print("%d steps (%d delta); not both committed and bit-exact: versions %s"
           % (len(steps), sum(s.get("kind") == "delta" for s in steps), bad))
     sys.exit(1)
-print("%d steps (1 full + %d delta), all committed and bit-exact" % (len(steps), len(steps) - 1))
+deltas = sum(s.get("kind") == "delta" for s in steps)
+print("%d steps (%d full, %d delta), all committed and bit-exact" % (len(steps), len(steps) - deltas, deltas))
 EOF
   ) || { show_logs "$out"; fail "$result: $check"; }
-else
-  n=$(grep -c '"committed"' "$result" || true)
-  c=$(grep -c '"committed": true' "$result" || true)
-  b=$(grep -c '"bitexact": true' "$result" || true)
-  if [ "$n" -lt 2 ] || [ "$c" -ne "$n" ] || [ "$b" -ne "$n" ]; then
-    show_logs "$out"
-    fail "$result: $n steps, $c committed, $b bit-exact"
-  fi
-  check="$n steps, all committed and bit-exact"
+  log "job $jobid: $check ($result)"
+}
+
+# Command-line flags override the job scripts' #SBATCH lines: the tasks below, a time limit inside
+# the CI wait, the Slurm log under results/ (ignored by git). Root's mpirun needs the
+# OMPI_ALLOW_RUN_AS_ROOT pair; --export=ALL carries it into the job, and DCR_NET (jobs/net_env.sh)
+# keeps Open MPI and UCX on the nodes' network.
+mkdir -p results
+common=(--time=00:04:00 --output="results/slurm-ci-%j.out")
+exports="ALL,CONFIG=$config,OMPI_ALLOW_RUN_AS_ROOT=1,OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+if [ "$nodes" -eq 1 ]; then
+  # 5 tasks: 2 trainers, 1 relay, 2 rollouts.
+  run_job jobs/refit.sbatch "${common[@]}" --nodes=1 --ntasks=5 --ntasks-per-node=5 --export="$exports" -- "$@"
+  check_steps "results/job-$jobid/refit.json"
+  sed -n '/^v[0-9]/p' "$out"
+  exit 0
 fi
-log "job $jobid: $check ($result)"
-sed -n '/^v[0-9]/p' "$out"
+# N nodes x 3 tasks: the trainer nodes' ranks train, each rollout node holds one relay and one
+# TP-2 replica.
+trainers=$((3 * nodes / 2))
+# The namespace nodes share this machine's cores, each claiming 8: Open MPI would bind every node's
+# ranks to the same few cores (3 ranks spinning on one core stall each other's sends for minutes),
+# so binding is off, as mpirun's oversubscribed launches have it.
+exports="$exports,DCR_NET=$CLUSTER_NET,OMPI_MCA_hwloc_base_binding_policy=none"
+run_job jobs/refit.sbatch "${common[@]}" --nodes="$nodes" --ntasks-per-node=3 --export="$exports" -- \
+  --trainers "$trainers" "$@"
+check_steps "results/job-$jobid/refit.json"
+want="relay 0 (root) on ${CLUSTER_ROLLOUT_NODES[0]}"
+for ((i = 1; i < nodes / 2; ++i)); do want="$want, relay $i on ${CLUSTER_ROLLOUT_NODES[i]}"; done
+grep -qF -- "$want;" "$out" || { show_logs "$out"; fail "job $jobid: not one relay per rollout node ($want)"; }
+sed -n '/^dcr refit: [0-9t]/p; /^v[0-9]/p' "$out"
+
+# The restart loop: rollout 2 (on the second rollout node) is killed mid-apply of version 2 in the
+# first attempt; the loop runs the same command again, which resumes from the shared state.
+state_name=slurm-ci-$$
+run_job jobs/restart_loop.sbatch "${common[@]}" --nodes="$nodes" --ntasks-per-node=3 \
+  --export="$exports,STATE_NAME=$state_name,RETRY_DELAY=1,MAX_ATTEMPTS=3" -- \
+  --trainers "$trainers" --fail-at rollout:2:apply:2 "$@"
+grep -q "injected kill -9" "$out" && grep -q "^== attempt 2" "$out" ||
+  { show_logs "$out"; fail "job $jobid: the first attempt was not killed and retried"; }
+last=$(sed -n 's/^v\([0-9]*\) .*verified.*/\1/p' "$out" | tail -n 1)
+grep -q "on committed version $last" "$out" || { show_logs "$out"; fail "job $jobid: ranks not all on version $last"; }
+check_steps "results/job-$jobid/refit-2.json"
+log "job $jobid: killed in attempt 1, $(grep -o "resumed at committed version [0-9]*" "$out" | head -n 1), every rank on version $last"
+rm -rf "results/state-$state_name"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the ctest suites (unit, codec, layout, transport, multi-rank
-# refit, fault matrix, checkpoints, real models, hostile inputs, fuzz replay, CUDA self-check that
-# skips without a GPU), bounded libFuzzer runs (frame decoder, checkpoint readers, journal and spool
-# manifest), the hostile and damaged-state cases again under ASan/UBSan, and the refit job
-# submitted to a real single-node Slurm.
+# refit, fault matrix, checkpoints, real models, hostile inputs, fuzz replay, the refit across
+# network-namespace nodes (tests/cluster; skips without root), CUDA self-check that skips without a
+# GPU), bounded libFuzzer runs (frame decoder, checkpoint readers, journal and spool manifest), the
+# hostile and damaged-state cases again under ASan/UBSan, and the refit and restart-loop jobs
+# submitted to a real 4-node Slurm cluster of namespaces (one node where namespaces cannot be made).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,4 +12,4 @@ scripts/build.sh
 (cd build && ctest -j"$(nproc)" --output-on-failure --timeout 900)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
 scripts/sanitize.sh
-scripts/slurm_ci.sh
+scripts/slurm_ci.sh --nodes 4

@@ -29,6 +29,10 @@ Status check_no_tokens(const std::string& text, const std::string& where) {
 
 }  // namespace
 
+po::typed_value<bool>* switch_value(bool* value) {
+  return po::value(value)->default_value(*value)->implicit_value(true);
+}
+
 Status parse_program_options(int argc, char** argv, const po::options_description& desc, po::variables_map* vm) {
   for (int i = 1; i < argc; ++i) DCR_TRY(check_no_tokens(argv[i], "the command-line argument '" + std::string(argv[i]) + "'"));
   try {

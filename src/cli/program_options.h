@@ -20,6 +20,10 @@ bool parse_in_out(int argc, char** argv, const boost::program_options::options_d
                   const std::string& command, const std::string& paths, std::string* in, std::string* out,
                   int* exit_code);
 
+// A boolean option: the bare switch (`--verify`) means true, and it still takes a value
+// (`--verify false`, `--verify=0`, `verify = off` in an INI file). Default: *value.
+boost::program_options::typed_value<bool>* switch_value(bool* value);
+
 // Prints "dcr <command>: <message>" and the help to stderr; returns 2 (bad usage).
 int usage_error(const std::string& command, const std::string& message,
                 const boost::program_options::options_description& desc);

@@ -14,6 +14,7 @@
 #include "dcr/project/report.h"
 #include "dcr/core/number_list.h"
 #include "src/cli/commands.h"
+#include "src/cli/program_options.h"
 
 namespace po = boost::program_options;
 
@@ -66,7 +67,7 @@ po::options_description describe(ProjectOptions* o) {
       ("calibrate", po::bool_switch(&o->calibrate),
        "fit the aggregate bandwidth (and overhead) to the paper's full refits (120B: 750 s, 1T: 87.5 min) and "
        "add the paper's delta cases (120B at 3% and 5%, 1T at 3%) beside its figures")
-      ("fit-overhead", po::value(&o->fit_overhead)->default_value(o->fit_overhead),
+      ("fit-overhead", switch_value(&o->fit_overhead),
        "with --calibrate: also fit a fixed full-refit overhead")
       ("json", po::value(&o->json), "also write the projection as JSON to this file");
   return desc;

@@ -20,7 +20,8 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       "dcr refit: one SPMD job of trainer, relay and rollout ranks. Every step the trainers encode the\n"
       "change of their shards as frames and stream them through the relay tree; rollouts apply them in\n"
       "place in their serving layout; the root commits the version only when every rollout verified.\n"
-      "Ranks: [0, trainers) train, the next `relays` relay, the rest roll out.\n"
+      "Ranks: [0, trainers) train, the next `relays` relay, the rest roll out; with --relays -1 the\n"
+      "lowest non-trainer rank of each node relays (one relay per rollout node, by host name).\n"
       "Example: mpirun -np 6 dcr refit --config configs/refit_local.ini\n\noptions");
   desc.add_options()
       ("help,h", "show this help")
@@ -53,7 +54,7 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "expert-parallel degree of the serving layout (divides --rollout-tp; equal to it is vLLM's expert parallelism)")
       ("train-ep", po::value(&c->train_ep)->default_value(c->train_ep),
        "expert-parallel degree of the training layout (divides --trainers)")
-      ("fuse", po::value(&c->fuse)->default_value(c->fuse), "fused qkv and gate_up serving buffers")
+      ("fuse", switch_value(&c->fuse), "fused qkv and gate_up serving buffers")
       ("transport", po::value(&c->transport)->default_value(c->transport), "data plane: ucx or mpi")
       ("steps", po::value(&c->steps)->default_value(c->steps), "delta refits after the first full sync")
       ("rates", po::value(&rates)->default_value(rates), "changed percent per step, comma separated, cycled")
@@ -65,9 +66,9 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("encode-threads", po::value(&c->encode_threads)->default_value(c->encode_threads),
        "threads each trainer encodes frames with, ahead of the frame it sends (cores per trainer rank)")
       ("link-gbps", po::value(&c->link_gbps)->default_value(c->link_gbps), "emulated trainer -> first relay link in Gbit/s (0: none)")
-      ("compare-full", po::value(&c->compare_full)->default_value(c->compare_full), "also time a full refit of each version")
-      ("compare-bcast", po::value(&c->compare_bcast)->default_value(c->compare_bcast), "also time MPI_Bcast of the full model")
-      ("verify", po::value(&c->verify)->default_value(c->verify), "rollouts compare every byte with the expected model")
+      ("compare-full", switch_value(&c->compare_full), "also time a full refit of each version")
+      ("compare-bcast", switch_value(&c->compare_bcast), "also time MPI_Bcast of the full model")
+      ("verify", switch_value(&c->verify), "rollouts compare every byte with the expected model")
       ("timeout", po::value(&c->timeout_s)->default_value(c->timeout_s), "seconds before a silent peer is reported dead")
       ("seed", po::value(&c->seed)->default_value(c->seed), "seed of the change model")
       ("json", po::value(&c->json), "write per-step records as JSON to this file")
@@ -88,11 +89,12 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "job key file (dcr keygen; owner-only permissions): frames are sealed with HMAC-SHA-256 under its last key "
        "and verified by relays and rollouts before use; it is read again before every version (key rotation). "
        "Without it frames are unauthenticated")
-      ("encrypt", po::value(&c->encrypt)->default_value(c->encrypt),
+      ("encrypt", switch_value(&c->encrypt),
        "with --key-file: seal frames with AES-256-GCM instead (payload encrypted on the wire and in the spool)")
       ("fault", po::value(&c->fault), "test only: wrong-base@V, corrupt@V, forge@V or unsealed@V")
       ("fail-at", po::value(&c->fail_at),
-       "test only: ROLE:INDEX:PHASE:VERSION[,...] kills that rank (kill -9) in phase encode|stream|apply|commit|resume");
+       "test only: ROLE:INDEX:PHASE:VERSION[:stop][,...] kills that rank (kill -9; :stop, SIGSTOP) in phase "
+       "encode|stream|apply|commit|resume");
   po::variables_map vm;
   DCR_TRY(parse_program_options(argc, argv, desc, &vm));
   if (vm.count("help")) {

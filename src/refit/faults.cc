@@ -75,10 +75,12 @@ Status parse_kill_point(const std::string& text, const std::string& state_dir, K
   }
   const std::vector<std::string> p = split(text, ':');
   const Status bad(Code::invalid_argument, "--fail-at '" + text +
-                                               "' is not ROLE:INDEX:PHASE:VERSION (trainer|relay|rollout, "
+                                               "' is not ROLE:INDEX:PHASE:VERSION[:stop] (trainer|relay|rollout, "
                                                "encode|stream|apply|commit|resume)");
   uint64_t index = 0;
-  if (p.size() != 4 || !parse_number(p[1], &index) || !parse_number(p[3], &point->version)) return bad;
+  if (p.size() != 4 && !(p.size() == 5 && p[4] == "stop")) return bad;
+  if (!parse_number(p[1], &index) || !parse_number(p[3], &point->version)) return bad;
+  point->stop = p.size() == 5;
   const Role roles[] = {Role::trainer, Role::relay, Role::rollout};
   const Phase phases[] = {Phase::encode, Phase::stream, Phase::apply, Phase::commit, Phase::resume};
   bool role_ok = false, phase_ok = false;
@@ -110,11 +112,11 @@ Status fault_point(const KillPoint& point, const Topology& topology, Phase phase
       ::close(fd);
     }
   }
-  DCR_LOG(error, "refit", "%s: injected kill -9 in phase %s of version %llu", topology.describe().c_str(),
-               phase_name(phase), static_cast<unsigned long long>(version));
+  DCR_LOG(error, "refit", "%s: injected %s in phase %s of version %llu", topology.describe().c_str(),
+          point.stop ? "stop (SIGSTOP)" : "kill -9", phase_name(phase), static_cast<unsigned long long>(version));
   std::fflush(stderr);
-  std::raise(SIGKILL);
-  return Status::ok();
+  std::raise(point.stop ? SIGSTOP : SIGKILL);
+  return Status::ok();  // only after a stop: continued with SIGCONT
 }
 
 }  // namespace dcr

@@ -25,10 +25,10 @@ uint64_t RefitPlan::frames_for_rollout(int i) const {
 }
 
 bool RefitPlan::child_needs(const Topology& t, int child, const std::vector<int>& receivers) {
-  if (child >= t.trainers + t.relays) {
-    return std::binary_search(receivers.begin(), receivers.end(), child - t.trainers - t.relays);
+  if (t.role_of_rank[child] == Role::rollout) {
+    return std::binary_search(receivers.begin(), receivers.end(), t.index_of_rank[child]);
   }
-  for (int i : t.relay_subtree_rollouts[child - t.trainers]) {
+  for (int i : t.relay_subtree_rollouts[t.index_of_rank[child]]) {
     if (std::binary_search(receivers.begin(), receivers.end(), i)) return true;
   }
   return false;

@@ -183,6 +183,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
   report->summary = describe_job(config, s, report->model_bytes);
   if (t.world_rank == 0) {
     s.observer.note("dcr refit: " + report->summary);
+    s.observer.note("dcr refit: " + t.describe_placement());
     s.observer.note(describe_keys(s));
   }
 

@@ -98,6 +98,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     return encode_frame(plan, link, planned[i], kind, encoded, baseline, current, encoders[worker], &frames[i],
                         &encode_stats[i]);
   };
+  auto to_root = [&] { return link.topology->describe() + " sending to " + link.topology->describe_rank(root); };
   auto ready = Clock::now();
   auto send = [&](size_t i) -> Status {
     auto start = Clock::now();
@@ -113,16 +114,16 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     stats->changed += encode_stats[i].changed;
     stats->elements += planned[i].box.elements();
     auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[i]));
-    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s));
+    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s).with_context(to_root()));
     if (sent != nullptr) sent->push_back(frame);
-    DCR_TRY(link.transport->send(root, link.channel, std::move(frame)));
+    DCR_TRY(link.transport->send(root, link.channel, std::move(frame)).with_context(to_root()));
     ready = Clock::now();
     stats->send_s += std::chrono::duration<double>(ready - start).count();
     return Status::ok();
   };
   DCR_TRY(run_ordered(planned.size(), static_cast<int>(encoders.size()), 2 * encoders.size(), encode, send));
   const auto start = Clock::now();
-  DCR_TRY(link.transport->wait_sends(link.timeout_s));
+  DCR_TRY(link.transport->wait_sends(link.timeout_s).with_context(to_root()));
   stats->send_s += since(start);
   return Status::ok();
 }
@@ -160,7 +161,8 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
     Message message;
     Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);
     DCR_TRY(got.with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
-                             std::to_string(expected)));
+                             std::to_string(expected) + " from " +
+                             (parent == kAnyPeer ? t.describe_trainers() : t.describe_rank(parent))));
     stats->wait_s += since(start);
     start = Clock::now();
     if (message.bytes.empty()) {
@@ -222,7 +224,7 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     Message message;
     DCR_TRY(link.transport->receive(parent, link.channel, &message, link.timeout_s)
                 .with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
-                              std::to_string(expected)));
+                              std::to_string(expected) + " from " + t.describe_rank(parent)));
     if (message.bytes.empty()) return upstream_aborted(t, message);
     stats->wait_s += since(start);
     start = Clock::now();

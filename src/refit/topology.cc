@@ -1,6 +1,7 @@
 #include "dcr/refit/topology.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace dcr {
 
@@ -14,19 +15,87 @@ const char* role_name(Role role) {
 }
 
 std::string Topology::describe_rank(int rank) const {
-  if (rank < trainers) return "rank " + std::to_string(rank) + " (trainer " + std::to_string(rank) + ")";
-  if (rank < trainers + relays) return "rank " + std::to_string(rank) + " (relay " + std::to_string(rank - trainers) + ")";
-  return "rank " + std::to_string(rank) + " (rollout " + std::to_string(rank - trainers - relays) + ")";
+  if (rank < 0 || rank >= world_size) return "rank " + std::to_string(rank);
+  const std::string host = rank < static_cast<int>(host_of_rank.size()) ? " on " + host_of_rank[rank] : "";
+  return "rank " + std::to_string(rank) + " (" + role_name(role_of_rank[rank]) + " " +
+         std::to_string(index_of_rank[rank]) + host + ")";
+}
+
+namespace {
+
+// "a, b": the distinct hosts of `ranks`, in rank order.
+std::string hosts_of(const std::vector<std::string>& host_of_rank, const std::vector<int>& ranks) {
+  std::vector<std::string> hosts;
+  for (int r : ranks) {
+    if (r >= static_cast<int>(host_of_rank.size())) continue;
+    if (std::find(hosts.begin(), hosts.end(), host_of_rank[r]) == hosts.end()) hosts.push_back(host_of_rank[r]);
+  }
+  std::string text;
+  for (size_t i = 0; i < hosts.size(); ++i) text += (i ? ", " : "") + hosts[i];
+  return text;
+}
+
+std::vector<int> trainer_ranks(int trainers) {
+  std::vector<int> ranks(trainers);
+  for (int i = 0; i < trainers; ++i) ranks[i] = i;
+  return ranks;
+}
+
+}  // namespace
+
+std::string Topology::describe_trainers() const {
+  const std::string hosts = hosts_of(host_of_rank, trainer_ranks(trainers));
+  return "the trainers (ranks 0-" + std::to_string(trainers - 1) + (hosts.empty() ? "" : " on " + hosts) + ")";
+}
+
+std::string Topology::describe_placement() const {
+  if (host_of_rank.empty()) return "";
+  std::string text = "trainers on " + hosts_of(host_of_rank, trainer_ranks(trainers)) + "; ";
+  for (int i = 0; i < relays; ++i) {
+    text += "relay " + std::to_string(i) + (i == 0 ? " (root)" : "") + " on " + host_of_rank[relay_ranks[i]] + ", ";
+  }
+  return text.substr(0, text.size() - 2) + "; rollouts on " + hosts_of(host_of_rank, rollout_ranks);
 }
 
 std::string Topology::describe() const { return describe_rank(world_rank); }
 
 namespace {
 
-int count_nodes(const std::vector<int>& node_of_rank) {
-  std::vector<int> nodes = node_of_rank;
-  std::sort(nodes.begin(), nodes.end());
-  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+// Relay world ranks: the R after the trainers, or (R = -1) the lowest non-trainer rank per node.
+std::vector<int> choose_relays(int trainers, int relays, const std::vector<int>& node_of_rank) {
+  const int size = static_cast<int>(node_of_rank.size());
+  std::vector<int> chosen;
+  if (relays > 0) {
+    for (int r = trainers; r < std::min(size, trainers + relays); ++r) chosen.push_back(r);
+    return chosen;
+  }
+  std::vector<int> nodes_seen;
+  for (int r = trainers; r < size; ++r) {
+    if (std::find(nodes_seen.begin(), nodes_seen.end(), node_of_rank[r]) != nodes_seen.end()) continue;
+    nodes_seen.push_back(node_of_rank[r]);
+    chosen.push_back(r);
+  }
+  return chosen;
+}
+
+void assign_roles(int trainers, const std::vector<int>& relay_ranks, Topology* t) {
+  t->role_of_rank.assign(t->world_size, Role::rollout);
+  t->index_of_rank.assign(t->world_size, 0);
+  t->relay_ranks = relay_ranks;
+  t->rollout_ranks.clear();
+  for (int r = 0; r < t->world_size; ++r) {
+    const auto relay = std::find(relay_ranks.begin(), relay_ranks.end(), r);
+    if (r < trainers) {
+      t->role_of_rank[r] = Role::trainer;
+      t->index_of_rank[r] = r;
+    } else if (relay != relay_ranks.end()) {
+      t->role_of_rank[r] = Role::relay;
+      t->index_of_rank[r] = static_cast<int>(relay - relay_ranks.begin());
+    } else {
+      t->index_of_rank[r] = static_cast<int>(t->rollout_ranks.size());
+      t->rollout_ranks.push_back(r);
+    }
+  }
 }
 
 // Leaf relays (no relay children) in index order.
@@ -53,16 +122,25 @@ void build_tree(const RefitConfig& config, const std::vector<int>& node_of_rank,
     for (int p = r; p > 0; p = (p - 1) / k) ++level;
     t->depth = std::max(t->depth, level);
   }
-  // Rollouts go under leaf relays: one on the rollout's node when there is one, else round robin.
+  // A rollout hangs under a relay on its own node (a leaf first), else under the leaves round robin.
   const std::vector<int> leaves = leaf_relays(*t, k);
   t->rollout_relay.assign(t->rollouts, 0);
   for (int i = 0; i < t->rollouts; ++i) {
+    const int node = node_of_rank[t->rollout_rank(i)];
     int chosen = leaves[i % leaves.size()];
     for (size_t n = 0; n < leaves.size(); ++n) {
       const int candidate = leaves[(i + n) % leaves.size()];
-      if (node_of_rank[t->relay_rank(candidate)] == node_of_rank[t->rollout_rank(i)]) {
+      if (node_of_rank[t->relay_rank(candidate)] == node) {
         chosen = candidate;
         break;
+      }
+    }
+    if (node_of_rank[t->relay_rank(chosen)] != node) {
+      for (int r = 0; r < t->relays; ++r) {
+        if (node_of_rank[t->relay_rank(r)] == node) {
+          chosen = r;
+          break;
+        }
       }
     }
     t->rollout_relay[i] = chosen;
@@ -79,28 +157,42 @@ Status make_topology_from_nodes(const RefitConfig& config, int world_rank, const
   t.world_rank = world_rank;
   t.world_size = static_cast<int>(node_of_rank.size());
   t.trainers = config.trainers;
-  t.relays = config.relays > 0 ? config.relays : std::max(1, count_nodes(node_of_rank));
+  const std::vector<int> relay_ranks = choose_relays(t.trainers, config.relays, node_of_rank);
+  t.relays = config.relays > 0 ? config.relays : std::max(1, static_cast<int>(relay_ranks.size()));
   t.rollouts = t.world_size - t.trainers - t.relays;
   DCR_REQUIRE(t.rollouts >= 1, Code::invalid_argument,
               "the job has " + std::to_string(t.world_size) + " ranks but needs " + std::to_string(t.trainers) +
-                  " trainers + " + std::to_string(t.relays) + " relays + at least one rollout");
+                  " trainers + " + std::to_string(t.relays) + " relays + at least one rollout" +
+                  (config.relays < 0 ? " (--relays -1: one relay per node holding non-trainer ranks)" : ""));
   DCR_REQUIRE(t.rollouts % config.rollout_tp == 0, Code::invalid_argument,
               std::to_string(t.rollouts) + " rollout ranks cannot form replicas of --rollout-tp " +
                   std::to_string(config.rollout_tp) + " (launch a multiple of it)");
-  if (world_rank < t.trainers) {
-    t.role = Role::trainer;
-    t.index = world_rank;
-  } else if (world_rank < t.trainers + t.relays) {
-    t.role = Role::relay;
-    t.index = world_rank - t.trainers;
-  } else {
-    t.role = Role::rollout;
-    t.index = world_rank - t.trainers - t.relays;
-  }
+  assign_roles(t.trainers, relay_ranks, &t);
+  t.role = t.role_of_rank[world_rank];
+  t.index = t.index_of_rank[world_rank];
   build_tree(config, node_of_rank, &t);
   *out = std::move(t);
   return Status::ok();
 }
+
+namespace {
+
+// Every rank's host name (MPI_Get_processor_name), so that errors name where a peer runs.
+std::vector<std::string> gather_host_names(MPI_Comm world, int size) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::vector<char> all(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, world);
+  std::vector<std::string> hosts(size);
+  for (int r = 0; r < size; ++r) {
+    const char* host = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    hosts[r].assign(host, strnlen(host, MPI_MAX_PROCESSOR_NAME));
+  }
+  return hosts;
+}
+
+}  // namespace
 
 Status make_topology(const RefitConfig& config, MPI_Comm world, Topology* out) {
   int rank = 0, size = 0;
@@ -114,7 +206,9 @@ Status make_topology(const RefitConfig& config, MPI_Comm world, Topology* out) {
   MPI_Comm_free(&node_comm);
   std::vector<int> node_of_rank(size);
   MPI_Allgather(&node_leader, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, world);
-  return make_topology_from_nodes(config, rank, node_of_rank, out);
+  DCR_TRY(make_topology_from_nodes(config, rank, node_of_rank, out));
+  out->host_of_rank = gather_host_names(world, size);
+  return Status::ok();
 }
 
 }  // namespace dcr

@@ -80,7 +80,7 @@ refused "bogus" 60 "${refit[@]}" --weights bogus
 if [ ! -e "$here/../../.weights/esrgan-medium" ] && [ -z "${DCR_WEIGHTS_DIR:-}" ]; then
   refused "fetch_weights" 60 "${refit[@]}" --weights esrgan-medium  # named but not fetched
 fi
-refused "(trainer 0): set-up: invalid argument: parameter" 60 "${refit[@]}" --rollout-tp 1 --init-checkpoint "$work/every_dtype.safetensors"
+refused "(trainer 0 on $(hostname)): set-up: invalid argument: parameter" 60 "${refit[@]}" --rollout-tp 1 --init-checkpoint "$work/every_dtype.safetensors"
 
 # State directories.
 mkdir -p "$work/state_fifo" && mkfifo "$work/state_fifo/rank-1.journal"

@@ -57,6 +57,53 @@ TEST(Topology, AutoRelaysAreOnePerNode) {
   Topology t;
   ASSERT_TRUE(make_topology_from_nodes(config_of(1, -1, 2, 1), 0, {0, 0, 1, 1, 1, 2}, &t).is_ok());
   EXPECT_EQ(t.relays, 3);
+  EXPECT_EQ(t.relay_ranks, (std::vector<int>{1, 2, 5}));
+  EXPECT_EQ(t.rollout_ranks, (std::vector<int>{3, 4}));
+}
+
+// Two trainer nodes and two rollout nodes of 4 ranks each, placed node by node (--map-by
+// ppr:4:node): no relay on a trainer node, one on each rollout node (its first rank), and each
+// rollout under the relay on its own node.
+TEST(Topology, AutoRelaysGoToRolloutNodesOnlyWhereverTheyAreInRankOrder) {
+  const std::vector<int> node = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3};
+  Topology t;
+  ASSERT_TRUE(make_topology_from_nodes(config_of(8, -1, 2, 1), 12, node, &t).is_ok());
+  EXPECT_EQ(t.relays, 2);
+  EXPECT_EQ(t.relay_ranks, (std::vector<int>{8, 12}));
+  EXPECT_EQ(t.rollout_ranks, (std::vector<int>{9, 10, 11, 13, 14, 15}));
+  EXPECT_EQ(t.role, Role::relay);
+  EXPECT_EQ(t.index, 1);
+  EXPECT_EQ(t.rollout_relay, (std::vector<int>{0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(t.relay_children[0], (std::vector<int>{12, 9, 10, 11}));  // the other relay, then its rollouts
+  EXPECT_EQ(t.describe_rank(13), "rank 13 (rollout 3)");
+  EXPECT_EQ(t.describe_rank(12), "rank 12 (relay 1)");
+  EXPECT_EQ(t.describe_rank(7), "rank 7 (trainer 7)");
+}
+
+// Eight rollout nodes, one relay each, fanout 2: a tree of depth 4 (1 + 2 + 4 + 1 relays), the
+// WAN (trainers to the root relay) carrying each frame once.
+TEST(Topology, AutoRelayTreeDepthGrowsWithTheLogOfTheNodes) {
+  std::vector<int> node(2, 0);
+  for (int n = 1; n <= 8; ++n) node.insert(node.end(), 3, n);
+  Topology t;
+  ASSERT_TRUE(make_topology_from_nodes(config_of(2, -1, 2, 2), 0, node, &t).is_ok());
+  EXPECT_EQ(t.relays, 8);
+  EXPECT_EQ(t.rollouts, 16);
+  EXPECT_EQ(t.depth, 4);
+  for (int i = 0; i < t.rollouts; ++i) EXPECT_EQ(node[t.relay_rank(t.rollout_relay[i])], node[t.rollout_rank(i)]);
+}
+
+// With host names (gathered by make_topology), messages and the job's placement line say where a
+// rank runs.
+TEST(Topology, HostNamesNameWhereEachRankRuns) {
+  const std::vector<int> node = {0, 0, 1, 1, 1, 2, 2, 2};
+  Topology t;
+  ASSERT_TRUE(make_topology_from_nodes(config_of(2, -1, 2, 2), 0, node, &t).is_ok());
+  EXPECT_EQ(t.describe_placement(), "");
+  t.host_of_rank = {"n00", "n00", "n01", "n01", "n01", "n02", "n02", "n02"};
+  EXPECT_EQ(t.describe_rank(5), "rank 5 (relay 1 on n02)");
+  EXPECT_EQ(t.describe_trainers(), "the trainers (ranks 0-1 on n00)");
+  EXPECT_EQ(t.describe_placement(), "trainers on n00; relay 0 (root) on n01, relay 1 on n02; rollouts on n01, n02");
 }
 
 TEST(Topology, ImpossibleJobsAreRefusedWithTheReason) {

@@ -10,6 +10,9 @@
 //                                          fires once (a marker file remembers it), so running the
 //                                          same command again resumes past it. Several points, comma
 //                                          separated, kill several ranks (at once, or one per run).
+//  --fail-at ROLE:INDEX:PHASE:V:stop       that rank stops itself (SIGSTOP) there instead, so that a
+//                                          harness can kill its whole node at that point (the
+//                                          cluster tests); SIGCONT lets it go on.
 // Endpoint tests on threads use the same points with `fail` set: the rank's step returns an error
 // there instead (once), as a rank that stopped would leave it.
 #pragma once
@@ -39,6 +42,7 @@ struct KillPoint {
   uint64_t version = 0;
   std::string marker;  // file that records the kill happened (empty: no state directory)
   bool fail = false;   // return an error (once) instead of killing the process
+  bool stop = false;   // SIGSTOP instead of SIGKILL (":stop")
   mutable bool fired = false;
   std::vector<KillPoint> more;  // further points of the same --fail-at
 };

@@ -1,6 +1,9 @@
-// Who is who in the SPMD job, and the relay tree. World ranks [0, T) are trainers, the next R
-// relays, the rest rollouts. Relays form a k-ary tree (relay 0 is the root, which the trainers send
-// to); every rollout hangs under a leaf relay, preferring one on its own node.
+// Who is who in the SPMD job, and the relay tree. World ranks [0, T) are trainers. With R relays
+// given, the next R ranks relay; with R = -1 ("one per node"), the lowest non-trainer rank of every
+// node that holds non-trainer ranks relays, so a trainer-only node gets none and each rollout node
+// one, wherever the launcher put the ranks. The remaining ranks roll out, in rank order. Relays form
+// a k-ary tree (relay 0 is the root, which the trainers send to); every rollout hangs under a
+// relay on its own node (a leaf if one is there), else under the leaves round robin.
 #pragma once
 
 #include <mpi.h>
@@ -28,15 +31,24 @@ struct Topology {
   std::vector<int> rollout_relay;                // the relay index each rollout hangs under
   std::vector<std::vector<int>> relay_subtree_rollouts;  // rollout indices below each relay
   int depth = 0;                                 // relay levels
+  std::vector<int> relay_ranks, rollout_ranks;   // world rank of each relay and rollout
+  std::vector<Role> role_of_rank;                // by world rank
+  std::vector<int> index_of_rank;                // by world rank: its index within its role
+  std::vector<std::string> host_of_rank;         // by world rank: its host name (empty in unit tests)
 
   int trainer_rank(int i) const { return i; }
-  int relay_rank(int i) const { return trainers + i; }
-  int rollout_rank(int i) const { return trainers + relays + i; }
-  std::string describe() const;  // "rank 4 (rollout 1)"
+  int relay_rank(int i) const { return relay_ranks[i]; }
+  int rollout_rank(int i) const { return rollout_ranks[i]; }
+  std::string describe() const;  // "rank 4 (rollout 1 on node7)"; without host names "rank 4 (rollout 1)"
   std::string describe_rank(int world_rank) const;
+  std::string describe_trainers() const;  // "the trainers (ranks 0-5 on node1, node2)"
+  // "trainers on n00, n01; relay 0 (root) on n02, relay 1 on n03; rollouts on n02, n03"; empty
+  // without host names.
+  std::string describe_placement() const;
 };
 
-// Builds the topology of `world` (collective: gathers node ids). Errors name what does not fit.
+// Builds the topology of `world` (collective: gathers node ids and host names). Errors name what
+// does not fit.
 Status make_topology(const RefitConfig& config, MPI_Comm world, Topology* out);
 
 // The same from node ids of every world rank (no MPI), for unit tests.

@@ -5,6 +5,7 @@
 // Shutdown is collective: finish sends, close every endpoint with a flush, and wait (progressing)
 // until every rank has done the same before the worker goes away. Messages nobody received by then
 // are dropped.
+#include <cstdlib>
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
@@ -167,7 +168,18 @@ class UcxTransport : public Transport {
                                          std::to_string(failed) + " (see its message)");
   }
 
+  // UCX's TCP transport moves a message in segments of 8 KiB by default: a multi-MB frame then
+  // costs thousands of small socket calls, and on a shaped 0.5 Gbit/s link a full refit took 1.9x
+  // the link's limit (perf/bench_cluster.sh); with 256 KiB segments it takes 1.1x. (1 MiB segments
+  // stalled sends on the shaped link.) Set in the environment before UCX reads it, where the user
+  // has not set them: a UCX_TCP_*_SEG_SIZE of theirs wins. (ucp_config_modify took only part of it.)
+  static void set_tcp_segments() {
+    setenv("UCX_TCP_TX_SEG_SIZE", "256k", 0);
+    setenv("UCX_TCP_RX_SEG_SIZE", "256k", 0);
+  }
+
   Status open_worker() {
+    set_tcp_segments();
     ucp_config_t* config = nullptr;
     ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
     if (status != UCS_OK) return ucx_failed("ucp_config_read", status);
