@@ -32,18 +32,17 @@ elif [ ! -d "$run/rate-3" ] && /usr/bin/python3 -c "import torch" 2>/dev/null; t
   /usr/bin/python3 scripts/make_training_run.py --out "$run" --rates 3
 fi
 extra=("$@")
-wan_bytes() { ip netns exec "$CLUSTER_SWITCH" tc -s qdisc show dev wan-t | awk '/Sent/ { print $2; exit }'; }
 
 # refit NAME NP PPR [dcr refit options]: one job on the cluster that is up; its JSON gets the WAN's
 # rate and the bytes the WAN carried trainer -> rollouts.
 refit() {
   local name=$1 np=$2 ppr=$3 before after
   shift 3
-  before=$(wan_bytes)
+  before=$(cluster_wan_bytes)
   echo "== $name: $np ranks, WAN ${CLUSTER_WAN_GBIT} Gbit/s"
   cluster_mpirun -np "$np" --map-by "ppr:$ppr:node" build/dcr refit --relays -1 --compare-bcast false \
     --timeout 300 --json "$out/$name.json" "$@" "${extra[@]}" 2>&1 | tee "$out/$name.log" | grep -E '^v[0-9]'
-  after=$(wan_bytes)
+  after=$(cluster_wan_bytes)
   /usr/bin/python3 - "$out/$name.json" "$CLUSTER_WAN_GBIT" $((after - before)) <<'PY'
 import json, sys
 path, gbit, wan = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])

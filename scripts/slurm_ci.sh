@@ -127,7 +127,11 @@ command -v mpirun >/dev/null || fail "mpirun is missing: run scripts/setup.sh fi
 
 own_policy=0
 slurm_nodes=("$host")
-slurmd_pid_file() { if [ "$nodes" -gt 1 ]; then echo "$state/slurmd-$1.pid"; else echo "$state/slurmd.pid"; fi; }
+# With several nodes, each slurmd has its own pid file, log and spool: "-<node>" in their names
+# ("-%n" in slurm.conf); one node keeps the plain names.
+node_suffix() { if [ "$nodes" -gt 1 ]; then echo "-$1"; fi; }
+slurmd_pid_file() { echo "$state/slurmd$(node_suffix "$1").pid"; }
+slurmd_log() { echo "/var/log/slurm/slurmd$(node_suffix "$1").log"; }
 mkdir -p "$state"
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -244,8 +248,7 @@ if [ -f "$conf" ] && ! grep -qF "$conf_mark" "$conf"; then
   log "saving the existing $conf as $conf_backup (restored at the end)"
   mv -f "$conf" "$conf_backup"
 fi
-# One slurmd per node: with several, each its own pid file, spool and log (%n: its node name).
-if [ "$nodes" -gt 1 ]; then per_node=-%n; else per_node=; fi
+per_node=$(node_suffix %n)
 node_list=$(IFS=,; echo "${slurm_nodes[*]}")
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
 {
@@ -287,22 +290,17 @@ EOF
 log "wrote $conf: node(s) $node_list ($hw each; $real_cpus real CPUs)"
 
 # --- 2d. slurmctld and slurmd ------------------------------------------------------------------
-slurmd_log() { if [ "$nodes" -gt 1 ]; then echo "/var/log/slurm/slurmd-$1.log"; else echo /var/log/slurm/slurmd.log; fi; }
 : >/var/log/slurm/slurmctld.log
 for n in "${slurm_nodes[@]}"; do
   : >"$(slurmd_log "$n")"
-  [ "$nodes" -eq 1 ] || mkdir -p "/var/spool/slurmd-$n"
+  mkdir -p "/var/spool/slurmd$(node_suffix "$n")"
 done
 log "starting slurmctld on $head_node and slurmd on $node_list"
 on_head slurmctld -c || { show_logs /var/log/slurm/slurmctld.log; fail "slurmctld did not start"; }
 wait_for 30 "slurmctld to answer" on_head bash -c 'timeout 5 scontrol ping | grep -q UP' ||
   { show_logs /var/log/slurm/slurmctld.log; fail "slurmctld does not answer"; }
 for n in "${slurm_nodes[@]}"; do
-  if [ "$nodes" -gt 1 ]; then
-    on_node "$n" slurmd -c -N "$n" || { show_logs "$(slurmd_log "$n")"; fail "slurmd did not start on $n"; }
-  else
-    slurmd -c || { show_logs "$(slurmd_log "$n")"; fail "slurmd did not start"; }
-  fi
+  on_node "$n" slurmd -c -N "$n" || { show_logs "$(slurmd_log "$n")"; fail "slurmd did not start on $n"; }
 done
 nodes_idle() { [ "$(on_head timeout 5 sinfo -h -N -n "$node_list" -o %t | grep -cx 'idle')" -eq ${#slurm_nodes[@]} ]; }
 wait_for "$node_timeout" "node(s) $node_list to be idle" nodes_idle || {

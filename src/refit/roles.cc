@@ -98,7 +98,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     return encode_frame(plan, link, planned[i], kind, encoded, baseline, current, encoders[worker], &frames[i],
                         &encode_stats[i]);
   };
-  auto to_root = [&] { return link.topology->describe() + " sending to " + link.topology->describe_rank(root); };
+  const std::string to_root = link.topology->describe() + " sending to " + link.topology->describe_rank(root);
   auto ready = Clock::now();
   auto send = [&](size_t i) -> Status {
     auto start = Clock::now();
@@ -114,16 +114,16 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     stats->changed += encode_stats[i].changed;
     stats->elements += planned[i].box.elements();
     auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[i]));
-    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s).with_context(to_root()));
+    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s).with_context(to_root));
     if (sent != nullptr) sent->push_back(frame);
-    DCR_TRY(link.transport->send(root, link.channel, std::move(frame)).with_context(to_root()));
+    DCR_TRY(link.transport->send(root, link.channel, std::move(frame)).with_context(to_root));
     ready = Clock::now();
     stats->send_s += std::chrono::duration<double>(ready - start).count();
     return Status::ok();
   };
   DCR_TRY(run_ordered(planned.size(), static_cast<int>(encoders.size()), 2 * encoders.size(), encode, send));
   const auto start = Clock::now();
-  DCR_TRY(link.transport->wait_sends(link.timeout_s).with_context(to_root()));
+  DCR_TRY(link.transport->wait_sends(link.timeout_s).with_context(to_root));
   stats->send_s += since(start);
   return Status::ok();
 }
@@ -144,6 +144,13 @@ void abort_pass(const Link& link, int relay, int parent, uint64_t left) {
   (void)link.transport->wait_sends(link.timeout_s);
 }
 
+// The context of a receive that failed: "rank 9 (relay 1 on n03) waiting for frame 3 of 19 from
+// rank 6 (relay 0 on n02)". Built only on failure, not for every frame.
+std::string waiting_for(const Topology& t, uint64_t n, uint64_t expected, const std::string& sender) {
+  return t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " + std::to_string(expected) + " from " +
+         sender;
+}
+
 Status upstream_aborted(const Topology& t, const Message& m) {
   return Status(Code::aborted, t.describe() + ": " + t.describe_rank(m.peer) +
                                    " ended this version's frames (it refused one; see its message)");
@@ -155,14 +162,13 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
   const Topology& t = *link.topology;
   const uint64_t expected = plan.frames_for_relay(t, relay);
   const int parent = t.relay_parent[relay] < 0 ? kAnyPeer : t.relay_rank(t.relay_parent[relay]);
+  const std::string sender = parent == kAnyPeer ? t.describe_trainers() : t.describe_rank(parent);
   for (uint64_t n = 0; n < expected; ++n) {
     if (n == expected / 2) DCR_TRY(fault_point(*link.kill, t, Phase::stream, target));
     auto start = Clock::now();
     Message message;
     Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);
-    DCR_TRY(got.with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
-                             std::to_string(expected) + " from " +
-                             (parent == kAnyPeer ? t.describe_trainers() : t.describe_rank(parent))));
+    if (!got.is_ok()) return got.with_context(waiting_for(t, n, expected, sender));
     stats->wait_s += since(start);
     start = Clock::now();
     if (message.bytes.empty()) {
@@ -222,9 +228,8 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     if (n == expected / 2) DCR_TRY(fault_point(*link.kill, t, Phase::apply, versions.target));
     auto start = Clock::now();
     Message message;
-    DCR_TRY(link.transport->receive(parent, link.channel, &message, link.timeout_s)
-                .with_context(t.describe() + " waiting for frame " + std::to_string(n + 1) + " of " +
-                              std::to_string(expected) + " from " + t.describe_rank(parent)));
+    Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);
+    if (!got.is_ok()) return got.with_context(waiting_for(t, n, expected, t.describe_rank(parent)));
     if (message.bytes.empty()) return upstream_aborted(t, message);
     stats->wait_s += since(start);
     start = Clock::now();

@@ -130,6 +130,9 @@ cluster_wan() {
   cluster_log "WAN $1"
 }
 
+# cluster_wan_bytes: the bytes the WAN has carried trainer -> rollout side (wan-t's tbf counter).
+cluster_wan_bytes() { ip netns exec "$CLUSTER_SWITCH" tc -s qdisc show dev wan-t | awk '/Sent/ { print $2; exit }'; }
+
 # cluster_make_node NAME BRIDGE-SUFFIX ADDRESS
 cluster_make_node() {
   local node=$1 side=$2 address=$3

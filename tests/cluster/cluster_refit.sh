@@ -83,13 +83,12 @@ wait_no_ranks() {  # up to 30 s: the ranks cut off by the outage end on their ow
   for ((i = 0; i < 60; ++i)); do [ -z "$(ranks_left)" ] && return 0; sleep 0.5; done
   return 1
 }
-wan_bytes() { ip netns exec "$CLUSTER_SWITCH" tc -s qdisc show dev wan-t | awk '/Sent/ { print $2; exit }'; }
 
 case_healthy() {
   local state=$work/healthy before after wire
-  before=$(wan_bytes)
+  before=$(cluster_wan_bytes)
   run_job "$state.log" "$state" || { why="exit $?: $(tail -n 2 "$state.log" | tr '\n' ' ')"; return 1; }
-  after=$(wan_bytes)
+  after=$(cluster_wan_bytes)
   finished_bitexact "$state.log" "$state" || return 1
   grep -q -- "-> 2 relays (fanout 2, depth 2) -> 4 rollouts" "$state.log" &&
     grep -q "relay 0 (root) on dcrt-n02, relay 1 on dcrt-n03; rollouts on dcrt-n02, dcrt-n03$" "$state.log" ||
