@@ -21,7 +21,7 @@
 #
 # After cluster_up: CLUSTER_NODES (head node first), CLUSTER_TRAINER_NODES, CLUSTER_ROLLOUT_NODES,
 # CLUSTER_DIR (hosts: the /etc/hosts of every node; hostfile; env: the settings a job on this
-# cluster needs, sourced by cluster_exec), CLUSTER_NET (the nodes' subnet), CLUSTER_SWITCH (the
+# cluster needs, sourced by cluster_exec; it carries the caller's UCX_* settings), CLUSTER_NET (the nodes' subnet), CLUSTER_SWITCH (the
 # namespace of the bridges and the WAN: wan-t carries trainer -> rollout traffic, wan-r the other
 # way), CLUSTER_WAN_GBIT, CLUSTER_ADDRESS[node].
 # Exit status 77 (and a message) where namespaces cannot be made: not root, or no permission.
@@ -179,9 +179,13 @@ cluster_write_files() {
   done
   : >"$CLUSTER_DIR/hostfile"
   for node in "${CLUSTER_NODES[@]}"; do echo "$node slots=${CLUSTER_SLOTS:-8}" >>"$CLUSTER_DIR/hostfile"; done
+  # UCX settings of the caller (UCX_TLS, UCX_TCP_TX_SEG_SIZE, ...) hold on every node, as a site's
+  # UCX configuration would; net_env.sh's DCR_MPIRUN_X then carries them to the ranks.
+  local var
+  for var in $(compgen -e | grep -E '^UCX_' || true); do printf 'export %s=%q\n' "$var" "${!var}"; done >"$CLUSTER_DIR/env"
   # Open MPI reaches the other nodes through its rsh agent (our ssh); the rest is what any cluster
   # job would set: root, more ranks than cores, the network the job uses (jobs/net_env.sh).
-  cat >"$CLUSTER_DIR/env" <<EOF
+  cat >>"$CLUSTER_DIR/env" <<EOF
 export OMPI_MCA_plm=rsh OMPI_MCA_plm_rsh_agent=$CLUSTER_LIB_DIR/agent.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export DCR_NET=$CLUSTER_NET${DCR_DAEMON_TIMEOUT:+ DCR_DAEMON_TIMEOUT=$DCR_DAEMON_TIMEOUT}
