@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # PNG plots (into DIR) of a benchmark's results, drawn with gnuplot from CSV files extracted here
 # into DIR/plots/:
-#   perf/bench_refit.sh output (refit-<gbps>.csv): refit-time.png (delta vs full refit vs MPI_Bcast
+#   perf/bench_refit.sh output (refit-<gbps>-<contexts>.csv): refit-time.png (delta vs full refit vs MPI_Bcast
 #     per link) and refit-stages.png (seconds per stage of every delta refit);
 #   perf/bench_codec.sh output (codec.json): codec-bytes.png (wire bytes vs the entropy bound and
 #     the NeMo-style and PULSE-style encodings) and codec-speed.png (encode and apply GB/s beside
@@ -16,18 +16,22 @@ compgen -G "$dir/refit-*.csv" >/dev/null || [ -f "$dir/codec.json" ] ||
   { echo "perf/report.sh: no refit-*.csv or codec.json in '$dir'" >&2; exit 1; }
 mkdir -p "$dir/plots"
 
-# refit-<gbps>.csv -> plots/refit-time-<i>.csv (one per link) and plots/refit-stages.csv; prints
+# refit-<gbps>-<contexts>.csv -> plots/refit-time-<i>.csv (one per link and mode) and plots/refit-stages.csv; prints
 # the link labels (quoted, fastest first) and the number of delta steps.
 refit_csvs() {
   python3 - "$1" <<'PY'
 import csv, glob, os, sys
 d = sys.argv[1]
 paths = glob.glob(os.path.join(d, "refit-*.csv"))
-links = sorted((float(os.path.basename(p)[6:-4]), p) for p in paths)
-links = [l for l in links if l[0] == 0] + sorted((l for l in links if l[0] > 0), reverse=True)
+def link_of(path):  # refit-<gbps>-<contexts>.csv (older runs: refit-<gbps>.csv)
+    name = os.path.basename(path)[6:-4]
+    gbps, _, contexts = name.partition("-")
+    return float(gbps), contexts or "auto", path
+links = sorted(link_of(p) for p in paths)
+links = [l for l in links if l[0] == 0] + sorted((l for l in links if l[0] > 0), key=lambda l: (-l[0], l[1]))
 labels, stages = [], []
-for i, (gbps, path) in enumerate(links, 1):
-    label = "unlimited" if gbps == 0 else "%g Gbit/s" % gbps
+for i, (gbps, contexts, path) in enumerate(links, 1):
+    label = ("unlimited" if gbps == 0 else "%g Gbit/s" % gbps) + ", contexts " + contexts
     labels.append('"%s"' % label)
     rows = [r for r in csv.DictReader(open(path)) if r["kind"] == "delta"]
     with open(os.path.join(d, "plots", "refit-time-%d.csv" % i), "w") as out:

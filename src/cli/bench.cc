@@ -9,6 +9,7 @@
 #include "dcr/core/number_list.h"
 #include "src/cli/commands.h"
 #include "src/cli/program_options.h"
+#include "src/refit/context_rule.h"
 
 namespace po = boost::program_options;
 
@@ -18,7 +19,7 @@ namespace {
 
 int run_codec(int argc, char** argv) {
   CodecBenchOptions o;
-  std::string rates = "0.5,1,3,5", json, config;
+  std::string rates = "0.5,1,3,5", json, config, contexts = "auto";
   po::options_description desc(
       "dcr bench codec: encode every frame of a model after a realistic BF16 training step and apply it back.\n"
       "Reports wire bytes vs the entropy bound and two reference encodings, encode/apply GB/s beside memcpy\n"
@@ -35,8 +36,9 @@ int run_codec(int argc, char** argv) {
       ("frame-elements", po::value(&o.frame_elements)->default_value(o.frame_elements), "elements per frame (canonical range)")
       ("bundle-below", po::value(&o.bundle_below)->default_value(o.bundle_below),
        "tensors with fewer elements share bundle frames of up to --frame-elements (0: every tensor its own frames)")
-      ("contexts", po::value(&o.contexts)->default_value(o.contexts),
-       "let value tokens go by the base value's exponent where that is smaller (value packing contexts)")
+      ("contexts", po::value(&contexts)->default_value(contexts),
+       "value packing contexts (value tokens by the base value's exponent): auto or true (wherever smaller: with no "
+       "link to weigh, auto is the refit's choice for a slow link), false")
       ("reps", po::value(&o.repetitions)->default_value(o.repetitions),
        "timed passes per case (speeds: medians over them, ratios paired within each)")
       ("encode-threads", po::value(&o.encode_threads)->default_value(o.encode_threads),
@@ -50,6 +52,9 @@ int run_codec(int argc, char** argv) {
   po::variables_map vm;
   Status parsed = parse_program_options(argc, argv, desc, &vm);
   if (parsed.is_ok()) parsed = parse_number_list(rates, "--rates", 100, &o.rates);
+  ContextMode mode = ContextMode::automatic;
+  if (parsed.is_ok()) parsed = parse_context_mode(contexts, &mode);
+  o.contexts = mode != ContextMode::off;
   if (!parsed.is_ok()) {
     std::fprintf(stderr, "dcr bench codec: %s\n\n", parsed.message().c_str());
     std::cerr << desc << "\n";

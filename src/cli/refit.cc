@@ -36,6 +36,15 @@ void print_step(const StepRecord& r) {
   std::printf("  %s\n", r.bitexact ? "verified" : (r.committed ? "NOT VERIFIED" : "NOT COMMITTED"));
   std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
               r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
+  if (r.kind == "delta") {
+    std::printf("      contexts %s: %llu of %llu frames", r.contexts.c_str(),
+                static_cast<unsigned long long>(r.context_frames), static_cast<unsigned long long>(r.trainer_frames));
+    if (r.contexts == "auto") {
+      std::printf(", %llu kept faster (link not the bottleneck); link %.3g Gbit/s %s",
+                  static_cast<unsigned long long>(r.declined_frames), r.link_gbps, r.link_source.c_str());
+    }
+    std::printf("\n");
+  }
   std::fflush(stdout);
 }
 

@@ -65,7 +65,11 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("window", po::value(&c->window)->default_value(c->window), "frames each sender keeps in flight")
       ("encode-threads", po::value(&c->encode_threads)->default_value(c->encode_threads),
        "threads each trainer encodes frames with, ahead of the frame it sends (cores per trainer rank)")
-      ("link-gbps", po::value(&c->link_gbps)->default_value(c->link_gbps), "emulated trainer -> first relay link in Gbit/s (0: none)")
+      ("contexts", po::value(&c->contexts)->default_value(c->contexts),
+       "value packing contexts (fewer bytes, slower encode and apply): auto (where the link is the bottleneck), "
+       "true, false")
+      ("link-gbps", po::value(&c->link_gbps)->default_value(c->link_gbps), "emulated trainer -> first relay link in Gbit/s, also the rate --contexts auto "
+       "weighs bytes at (0: none; auto then measures the rate of each trainer's sends)")
       ("compare-full", switch_value(&c->compare_full), "also time a full refit of each version")
       ("compare-bcast", switch_value(&c->compare_bcast), "also time MPI_Bcast of the full model")
       ("verify", switch_value(&c->verify), "rollouts compare every byte with the expected model")

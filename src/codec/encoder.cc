@@ -1,6 +1,7 @@
 #include "dcr/codec/encoder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "dcr/codec/scan.h"
@@ -40,6 +41,8 @@ struct FrameEncoder::Scratch {
   std::vector<uint8_t> bundle;  // while encoding a bundle: its box list stream
   Buffer<uint8_t> base_contexts;  // each change's context from its base bits
   std::vector<uint8_t> trial;
+  std::chrono::steady_clock::time_point started;  // this frame's encode began
+  bool declined = false;                          // the context rule declined this frame
 };
 
 FrameEncoder::FrameEncoder(EncodeOptions options) : options_(options), scratch_(new Scratch) {}
@@ -105,6 +108,7 @@ Status FrameEncoder::encode_delta(const Region& base_in, const Region& target_in
                                   std::vector<uint8_t>* frame, EncodeStats* stats) {
   DCR_TRY(check_pair(base_in, target_in));
   Scratch& s = *scratch_;
+  if (s.bundle.empty()) s.started = std::chrono::steady_clock::now();  // a bundle started in encode_bundle
   const unsigned width = base_in.width;
   const uint64_t count = base_in.box.elements();
   const Region base = dense_region(base_in.box, width, dense_bytes(base_in, &s.base_copy));
@@ -185,6 +189,7 @@ Status FrameEncoder::encode_delta_at(const Region& base_in, const Region& target
   DCR_TRY(check_pair(base_in, target_in));
   DCR_REQUIRE(changed <= base_in.box.elements(), Code::invalid_argument, "more changed positions than elements");
   Scratch& s = *scratch_;
+  s.started = std::chrono::steady_clock::now();
   const Region base = dense_region(base_in.box, base_in.width, dense_bytes(base_in, &s.base_copy));
   const Region target = dense_region(target_in.box, target_in.width, dense_bytes(target_in, &s.target_copy));
   s.collector.start(base.width, delta_mode(), base.box.elements(), changed);
@@ -366,6 +371,11 @@ bool FrameEncoder::contexts_pay(PosCoding pos, ValueChoice values, const Region&
                                ? measure(s.joint_positions, options_, &s.codec, &s.trial) +
                                      measure(s.joint_values, options_, &s.codec, &s.trial)
                                : gaps + measure(tokens, options_, &s.codec, &s.trial);
+    if (options_.context_rule) {
+      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+      s.declined = !options_.context_rule(ContextQuestion{changed, current, spent});
+      if (s.declined) return false;
+    }
     if (gaps + choose_contexts(base, positions, changed) >= current) return false;
   }
   s.contexts.build(s.base_contexts.data(), tokens, &s.codec, &s.context_values);
@@ -378,6 +388,7 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   Scratch& s = *scratch_;
   const unsigned width = base.width;
   const uint64_t count = base.box.elements();
+  s.declined = false;
   FrameHeader header;
   header.box = base.box;
   header.elem_width = static_cast<uint8_t>(width);
@@ -424,7 +435,7 @@ Status FrameEncoder::encode(const Region& base, const Region& target, const uint
   finish_frame(&header, &out);
   if (stats != nullptr) {
     *stats = EncodeStats{changed, out.size(), position_bytes, value_bytes,
-                         header.pos_coding, header.value_mode, header.value_packing};
+                         header.pos_coding, header.value_mode, header.value_packing, s.declined};
   }
   return Status::ok();
 }
@@ -524,6 +535,7 @@ Status FrameEncoder::encode_bundle_runs(const std::vector<Run>& runs, const Box&
 Status FrameEncoder::encode_bundle(const std::vector<Region>& bases, const std::vector<Region>& targets,
                                    Versions versions, std::vector<uint8_t>* frame, EncodeStats* stats, uint64_t id) {
   Scratch& s = *scratch_;
+  s.started = std::chrono::steady_clock::now();
   Box all;
   DCR_TRY(start_bundle({&bases, &targets}, id, &all));
   Status status;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "src/refit/context_rule.h"
+
 namespace dcr {
 
 Status check_refit_config(const RefitConfig& c) {
@@ -30,6 +32,8 @@ Status check_refit_config(const RefitConfig& c) {
   DCR_REQUIRE(c.window >= 1, Code::invalid_argument, "--window must be at least 1");
   DCR_REQUIRE(c.encode_threads >= 1 && c.encode_threads <= 256, Code::invalid_argument,
               "--encode-threads must be in [1, 256]");
+  ContextMode contexts;
+  DCR_TRY(parse_context_mode(c.contexts, &contexts));
   DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
   DCR_REQUIRE(c.timeout_s > 0 && c.timeout_s <= 1e6, Code::invalid_argument,
               "--timeout must be in (0, 1e6] seconds (a deadline past that overflows the clock)");

@@ -31,6 +31,9 @@ Status EndpointCore::open_state() {
   DCR_TRY(reload_keys());
   if (topology.role == Role::trainer) {
     for (int i = 0; i < config.encode_threads; ++i) encoders.push_back(std::make_unique<FrameEncoder>());
+    ContextMode contexts;
+    DCR_TRY(parse_context_mode(config.contexts, &contexts));
+    context_rule.start(contexts, config.link_gbps, config.encode_threads);
     baseline = Shard(plan.manifest, plan.trainer_holdings[topology.index]);
   }
   if (config.state_dir.empty()) return Status::ok();
@@ -42,7 +45,8 @@ Status EndpointCore::open_state() {
 uint32_t EndpointCore::next_channel() { return kFirstPassChannel + static_cast<uint32_t>(passes_++ % kPassChannels); }
 
 Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, StepStats* out) {
-  const Link pass{link, &topology, config.window, config.timeout_s, &kill, next_channel(), keys.get(), config.encrypt};
+  const Link pass{link,           &topology,   config.window,  config.timeout_s, &kill,
+                  next_channel(), keys.get(), config.encrypt, &context_rule};
   Status st;
   switch (topology.role) {
     case Role::trainer: {
@@ -50,8 +54,10 @@ Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, St
       for (const auto& e : encoders) encode_with.push_back(e.get());
       std::vector<SharedBytes>* sent = kind == FrameKind::delta ? keep_sent : nullptr;
       if (sent) sent->clear();
+      const StepStats before = *out;
       st = trainer_step(plan, pass, topology.index, kind, versions, &baseline, &current, frame_fault, encode_with, out,
                         sent);
+      if (st.is_ok()) context_rule.observe_sends(out->wire_bytes - before.wire_bytes, out->send_s - before.send_s);
       break;
     }
     case Role::relay:

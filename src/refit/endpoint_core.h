@@ -21,6 +21,7 @@
 #include "dcr/refit/plan.h"
 #include "dcr/refit/roles.h"
 #include "dcr/refit/topology.h"
+#include "src/refit/context_rule.h"
 #include "dcr/transport/transport.h"
 
 namespace dcr {
@@ -38,6 +39,7 @@ class EndpointCore {
   std::shared_ptr<const Keyring> keys;  // with a key file: frames are sealed, verified and opened
   std::unique_ptr<Journal> journal;  // with a state directory
   std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
+  ContextRule context_rule;        // trainers: --contexts, with what the sends and applies measured
   FrameDecoder decoder;
   Shard baseline, current;         // trainers: the last committed shard, and the version being sent
   Shard serving;                   // rollouts: the refit target

@@ -153,13 +153,16 @@ void barrier(RankState* s, const char* what) {
 
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
   const uint64_t sent = s->topology.role == Role::trainer ? mine.frames : 0;
-  uint64_t counts[5] = {mine.frames, mine.wire_bytes, mine.changed, mine.elements, sent}, sums[5] = {};
+  uint64_t counts[7] = {mine.frames,   mine.wire_bytes,     mine.changed,        mine.elements,
+                        sent,          mine.context_frames, mine.declined_frames},
+           sums[7] = {};
   double times[5] = {mine.encode_s, mine.send_s, mine.forward_s, mine.apply_s, mine.wait_s}, maxima[5] = {};
-  MPI_Request requests[2];
-  MPI_Ireduce(counts, sums, 5, MPI_UINT64_T, MPI_SUM, 0, s->world, &requests[0]);
-  MPI_Ireduce(times, maxima, 5, MPI_DOUBLE, MPI_MAX, 0, s->world, &requests[1]);
+  MPI_Request requests[2];  // every rank learns them: trainers' --contexts auto takes the apply time
+  MPI_Iallreduce(counts, sums, 7, MPI_UINT64_T, MPI_SUM, s->world, &requests[0]);
+  MPI_Iallreduce(times, maxima, 5, MPI_DOUBLE, MPI_MAX, s->world, &requests[1]);
   for (MPI_Request& r : requests) wait_or_abort(&r, s->collective_timeout_s, "the step statistics", s->world);
-  *total = StepStats{sums[0], sums[1], sums[2], sums[3], maxima[0], maxima[1], maxima[2], maxima[3], maxima[4], sums[4]};
+  *total = StepStats{sums[0],   sums[1],   sums[2],   sums[3],   maxima[0], maxima[1], maxima[2],
+                     maxima[3], maxima[4], sums[4],   sums[5],   sums[6]};
 }
 
 bool verified(RankState* s, const Shard& shard) {

@@ -74,6 +74,9 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
     s->peak_rss = peak_rss();
   }
   if (s->journal && s->topology.role == Role::rollout) s->journal->append({JournalRecord::begin, versions.base, target, 0}, false);
+  r.contexts = s->config.contexts;
+  r.link_gbps = s->context_rule.link_gbps();
+  r.link_source = s->context_rule.link_source();
   barrier(s, "the barrier before a step");
   const auto start = Clock::now();
   StepStats stats;
@@ -92,6 +95,9 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   r.send_s = total.send_s;
   r.forward_s = total.forward_s;
   r.apply_s = total.apply_s;
+  r.context_frames = total.context_frames;
+  r.declined_frames = total.declined_frames;
+  if (kind == FrameKind::delta) s->context_rule.observe_apply(total.apply_s, total.changed, s->topology.trainers);
   r.bitexact = r.committed && verified(s, s->serving);
   return r;
 }

@@ -19,7 +19,10 @@ Status write_refit_json(const RefitReport& report, const std::string& path) {
                      {"speedup", speedup(r)}, {"committed", r.committed}, {"bitexact", r.bitexact},
                      {"stage_seconds",
                       {{"encode", r.encode_s}, {"send", r.send_s}, {"relay", r.forward_s}, {"apply", r.apply_s},
-                       {"commit", r.commit_s}}}});
+                       {"commit", r.commit_s}}},
+                     {"contexts",
+                      {{"mode", r.contexts}, {"frames", r.context_frames}, {"declined", r.declined_frames},
+                       {"link_gbps", r.link_gbps}, {"link", r.link_source}}}});
   }
   const nlohmann::json doc = {{"job", report.summary}, {"manifest_hash", report.manifest_hash},
                               {"model_bytes", report.model_bytes}, {"steps", steps}};
@@ -33,12 +36,14 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
   std::ofstream out(path);
   DCR_REQUIRE(out.good(), Code::io_error, "cannot write refit records to '" + path + "'");
   out << "version,kind,change_rate,frames,wire_bytes,full_bytes,seconds,full_seconds,bcast_seconds,speedup,"
-         "committed,bitexact,encode_s,send_s,relay_s,apply_s,commit_s\n";
+         "committed,bitexact,encode_s,send_s,relay_s,apply_s,commit_s,contexts,context_frames,declined_frames,"
+         "link_gbps,link\n";
   for (const StepRecord& r : report.steps) {
     out << r.version << ',' << r.kind << ',' << r.change_rate << ',' << r.frames << ',' << r.wire_bytes << ','
         << r.full_bytes << ',' << r.seconds << ',' << r.full_seconds << ',' << r.bcast_seconds << ',' << speedup(r)
         << ',' << r.committed << ',' << r.bitexact << ',' << r.encode_s << ',' << r.send_s << ',' << r.forward_s << ','
-        << r.apply_s << ',' << r.commit_s << '\n';
+        << r.apply_s << ',' << r.commit_s << ',' << r.contexts << ',' << r.context_frames << ','
+        << r.declined_frames << ',' << r.link_gbps << ',' << r.link_source << '\n';
   }
   return out.good() ? Status::ok() : Status(Code::io_error, "writing '" + path + "' failed");
 }

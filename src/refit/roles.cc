@@ -7,6 +7,7 @@
 #include "dcr/auth/seal.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/ordered_pool.h"
+#include "src/refit/context_rule.h"
 
 namespace dcr {
 
@@ -67,6 +68,7 @@ Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame&
   }
   EncodeOptions options = encoder->options();
   set_dtype(plan.manifest.tensors[f.parts[0].tensor].dtype, &options);
+  if (link.contexts) link.contexts->prepare(&options);
   encoder->set_options(options);
   const bool full = kind == FrameKind::full;
   if (f.bundle()) {
@@ -112,6 +114,8 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     stats->frames += 1;
     stats->wire_bytes += frames[i].size();
     stats->changed += encode_stats[i].changed;
+    stats->context_frames += encode_stats[i].value_packing == ValuePacking::contexts;
+    stats->declined_frames += encode_stats[i].contexts_declined;
     stats->elements += planned[i].box.elements();
     auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[i]));
     DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s).with_context(to_root));

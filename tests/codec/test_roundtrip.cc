@@ -406,6 +406,42 @@ TEST(RoundTripSpecial, ExponentContextsWinOnMagnitudeDependentSteps) {
   EXPECT_EQ(dst, target);
 }
 
+// The context rule (the refit's --contexts auto) is asked before the tables are chosen, with the
+// frame's changes and its bytes without contexts; a no keeps the faster coding, a yes gives the
+// frame --contexts true gives. Both apply bit for bit.
+TEST(RoundTripSpecial, ContextRuleDecidesEachFrame) {
+  const uint64_t count = 200000;
+  std::vector<uint16_t> base, target;
+  magnitude_step(count, &base, &target);
+  const Region b = test::flat(0, base.data(), count, 2), t = test::flat(0, target.data(), count, 2);
+  EncodeOptions forced;
+  set_dtype(DType::bf16, &forced);
+  forced.contexts = true;
+  std::vector<uint8_t> reference;
+  ASSERT_TRUE(FrameEncoder(forced).encode_delta(b, t, {0, 1}, &reference).is_ok());
+  for (bool answer : {false, true}) {
+    EncodeOptions ruled = forced;
+    ContextQuestion asked;
+    ruled.context_rule = [&](const ContextQuestion& q) { return asked = q, answer; };
+    std::vector<uint8_t> frame;
+    EncodeStats stats;
+    ASSERT_TRUE(FrameEncoder(ruled).encode_delta(b, t, {0, 1}, &frame, &stats).is_ok());
+    EXPECT_EQ(asked.changed, stats.changed);
+    EXPECT_GT(asked.plain_bytes, static_cast<double>(reference.size()));
+    EXPECT_GT(asked.encode_s, 0);
+    EXPECT_EQ(stats.contexts_declined, !answer);
+    EXPECT_EQ(stats.value_packing == ValuePacking::contexts, answer);
+    if (answer) {
+      EXPECT_EQ(frame, reference);
+    }
+    std::vector<uint16_t> dst = base;
+    FrameDecoder decoder;
+    ApplyOutcome outcome;
+    ASSERT_TRUE(decoder.apply(frame.data(), frame.size(), test::flat(0, dst.data(), count, 2), 0, &outcome).is_ok());
+    EXPECT_EQ(dst, target) << "rule answered " << answer;
+  }
+}
+
 TEST(RoundTripSpecial, ContextFramesDecodeOnlyAgainstTheirBase) {
   const uint64_t count = 5000;
   std::vector<uint16_t> base, target;

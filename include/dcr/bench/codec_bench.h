@@ -24,7 +24,7 @@ struct CodecBenchOptions {
   int encode_threads = 1;                // >1: also encode on this many threads (frames in flight)
   uint64_t seed = 1;
   bool exhaustive = false;
-  bool contexts = false;    // let value tokens go by the base value's exponent (value packing contexts)
+  bool contexts = true;     // value packing contexts wherever smaller (--contexts auto with no link: slow-link choice)
   std::string checkpoints;  // a glob of HF checkpoint directories: their consecutive pairs are the cases
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -13,6 +14,14 @@
 #include "dcr/core/status.h"
 
 namespace dcr {
+
+// What a context rule is told about a frame: its changes, its bytes without contexts (estimated),
+// and the seconds its encoder has spent on it so far.
+struct ContextQuestion {
+  uint64_t changed = 0;
+  double plain_bytes = 0;
+  double encode_s = 0;
+};
 
 struct EncodeOptions {
   bool sign_magnitude = true;  // ordered deltas in float order (true) or integer order (false)
@@ -27,9 +36,13 @@ struct EncodeOptions {
   // in dcr/core/dtype.h; set_dtype sets it).
   std::optional<uint8_t> context_shift;
   // Let value tokens go by the base value's exponent (value packing contexts, given a context
-  // shift) where that is smaller. Off by default: it takes 4-15% off the wire at 1-5% changed, but
-  // encode and apply run 30-45% slower today (docs/frame-format.md, README "The codec").
+  // shift) where that is smaller. Off by default here: it takes 4-15% off the wire at 1-5% changed,
+  // but encode and apply run 20-30% slower (README "The codec"); the refit chooses by time.
   bool contexts = false;
+  // With contexts: asked for each frame they could apply to, before their tables are chosen;
+  // false keeps the frame's faster coding. Unset: contexts go wherever they are smaller (the choice
+  // for a slow link). The refit's --contexts auto sets it (src/refit/context_rule.h).
+  std::function<bool(const ContextQuestion&)> context_rule;
   std::optional<PosCoding> pos_coding;  // forced choices; unset = smallest
   std::optional<ValueMode> value_mode;
   std::optional<ValuePacking> value_packing;
@@ -47,6 +60,7 @@ struct EncodeStats {
   PosCoding pos_coding = PosCoding::all;
   ValueMode value_mode = ValueMode::overwrite;
   ValuePacking value_packing = ValuePacking::planes;
+  bool contexts_declined = false;  // the context rule kept the faster coding
 };
 
 struct Section;

@@ -33,6 +33,7 @@ struct RefitConfig {
   uint64_t bundle_below = 1 << 16;   // boxes under this many elements share bundle frames (0: none)
   int window = 32;                   // frames a sender keeps in flight
   int encode_threads = 1;            // threads each trainer encodes frames with
+  std::string contexts = "auto";     // value packing contexts: auto (by time, src/refit/context_rule.h) | true | false
   double link_gbps = 0;              // emulated trainer -> first-relay link (Gbit/s); 0 = none
   bool compare_full = true;          // also time a full refit of every version
   bool compare_bcast = true;         // also time an MPI_Bcast of the full model

@@ -29,6 +29,12 @@ struct StepRecord {
   bool committed = false;
   bool bitexact = false;       // committed and every rollout equals the expected model byte for byte
   double encode_s = 0, send_s = 0, forward_s = 0, apply_s = 0, commit_s = 0;  // slowest rank per stage
+  // Value packing contexts: --contexts, the frames that took them and those auto kept in the faster
+  // coding, and the link rate trainer 0's rule used ("given", "measured" or "unknown": 0).
+  std::string contexts;
+  uint64_t context_frames = 0, declined_frames = 0;
+  double link_gbps = 0;
+  std::string link_source;
 };
 
 struct RefitReport {

@@ -31,7 +31,11 @@ struct StepStats {
   double apply_s = 0;       // rollout: apply
   double wait_s = 0;        // relay/rollout: waiting for the next frame
   uint64_t sent = 0;        // reduced over the job (reduce_stats): the frames trainers sent
+  uint64_t context_frames = 0;   // trainer: frames sent with value packing contexts
+  uint64_t declined_frames = 0;  // trainer: frames --contexts auto kept in the faster coding
 };
+
+class ContextRule;
 
 struct Link {
   Transport* transport;
@@ -42,6 +46,7 @@ struct Link {
   uint32_t channel = 0;              // this pass's frames travel on this channel (stale ones are not taken)
   const Keyring* keys = nullptr;     // with a key file: trainers seal, relays verify, rollouts open
   bool encrypt = false;              // trainers seal with AES-256-GCM rather than HMAC-SHA-256
+  const ContextRule* contexts = nullptr;  // trainers: whether frames take value packing contexts
 };
 
 // Frames are encoded in waves, one frame per encoder (each on its own thread), and sent in plan
