@@ -23,7 +23,9 @@
 // before they are first touched. With --warm and a model small enough for the caches (say
 // --elements 1048576), both copies are read into cache after memcpy and every later stage works
 // from cache: the core's own speed, with no wait on memory, over a memcpy still timed from DRAM.
-// Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] [--huge-pages] [--warm] ...
+// With --contexts the frames take value packing contexts wherever smaller (run with and without
+// it to see what contexts cost stage by stage).
+// Usage: build/dcr_encode_stages [--rates 1,3,5] [--reps 7] [--huge-pages] [--warm] [--contexts] ...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -61,6 +63,7 @@ struct Options {
   uint64_t seed = 1;
   bool huge_pages = false;
   bool warm = false;  // no eviction before a stage but memcpy
+  bool contexts = false;  // value packing contexts wherever smaller (`dcr bench codec --contexts true`)
 };
 
 // `elements` bf16 values, not yet touched: on transparent huge pages where asked (and the kernel
@@ -122,6 +125,7 @@ class StageRunner {
         frames_((o.elements + o.frame_elements - 1) / o.frame_elements), threaded_(frames_.size()) {
     EncodeOptions options;
     set_dtype(DType::bf16, &options);
+    options.contexts = o.contexts;
     encoder_.set_options(options);
     for (int w = 0; w < o.threads; ++w) encoders_.push_back(std::make_unique<FrameEncoder>(options));
   }
@@ -340,7 +344,8 @@ int main(int argc, char** argv) {
       "seed", po::value(&o.seed)->default_value(o.seed), "seed of the model and its step")(
       "huge-pages", po::bool_switch(&o.huge_pages), "advise the model's copies onto transparent huge pages")(
       "warm", po::bool_switch(&o.warm),
-      "every stage but memcpy from warm caches (on a small model: the core's speed over memcpy from DRAM)");
+      "every stage but memcpy from warm caches (on a small model: the core's speed over memcpy from DRAM)")(
+      "contexts", po::bool_switch(&o.contexts), "encode with value packing contexts wherever they are smaller");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -359,10 +364,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dcr_encode_stages: need rates in (0, 50], --reps >= 1, --encode-threads in [1, 64], --elements >= 1024, 1024 <= --frame-elements < 2^32\n");
     return 2;
   }
-  std::printf("%llu bf16 elements%s%s, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
+  std::printf("%llu bf16 elements%s%s%s, frames of %llu, %d repetitions; /cpy: speed over the memcpy of the same "
               "repetition, median [min-max]\n",
               static_cast<unsigned long long>(o.elements), o.huge_pages ? " on huge pages" : "",
-              o.warm ? ", caches warm but for memcpy" : "",
+              o.warm ? ", caches warm but for memcpy" : "", o.contexts ? ", value packing contexts" : "",
               static_cast<unsigned long long>(o.frame_elements), o.reps);
   for (double percent : o.rates) {
     if (!run_rate(o, percent)) return 1;

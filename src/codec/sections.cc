@@ -361,14 +361,16 @@ Status ChangeReader::open_joint(ByteReader* payload) {
 }
 
 Status ChangeReader::open_values(ByteReader* payload) {
+  // Every frame sets these: a reader goes from frame to frame, and a contexts frame must not leave
+  // the next (joint) frame's values to decode_contexts.
+  contexts_ = !joint_ && h_.value_packing == ValuePacking::contexts;
+  defer_ = false;
+  values_done_ = 0;
   if (joint_) {
     lazy_values_ = false;
     grow_to(&escape_words_, escapes_);
     return values_.open(payload, codec_, escapes_, 2, "escape value token");
   }
-  contexts_ = h_.value_packing == ValuePacking::contexts;
-  defer_ = false;
-  values_done_ = 0;
   if (contexts_) return open_contexts(payload);
   lazy_values_ = h_.value_packing == ValuePacking::tokens;
   if (lazy_values_) return values_.open(payload, codec_, h_.changed, 2, "value token");

@@ -442,6 +442,33 @@ TEST(RoundTripSpecial, ContextRuleDecidesEachFrame) {
   }
 }
 
+// A receiver's decoder goes from frame to frame: a gaps-joint frame after a contexts frame (a
+// refit's --contexts auto mixes them) decodes and applies as it does on a fresh decoder.
+TEST(RoundTripSpecial, JointFrameAfterAContextsFrameOnOneDecoder) {
+  const uint64_t count = 200000;
+  std::vector<uint16_t> base, target;
+  magnitude_step(count, &base, &target);
+  const Region b = test::flat(0, base.data(), count, 2), t = test::flat(0, target.data(), count, 2);
+  EncodeOptions with_contexts, joint;
+  with_contexts.value_packing = ValuePacking::contexts;
+  with_contexts.context_shift = 7;
+  joint.pos_coding = PosCoding::gaps_joint;
+  std::vector<uint8_t> first, second;
+  ASSERT_TRUE(FrameEncoder(with_contexts).encode_delta(b, t, {0, 1}, &first).is_ok());
+  ASSERT_TRUE(FrameEncoder(joint).encode_delta(b, t, {0, 1}, &second).is_ok());
+  FrameDecoder decoder;
+  DecodedFrame decoded;
+  ASSERT_TRUE(decoder.decode(first.data(), first.size(), count, &decoded, &b).is_ok());
+  ASSERT_TRUE(decoder.decode(second.data(), second.size(), count, &decoded, &b).is_ok());
+  EXPECT_EQ(decoded.header.pos_coding, PosCoding::gaps_joint);
+  for (const std::vector<uint8_t>* frame : {&first, &second, &first, &second}) {
+    std::vector<uint16_t> dst = base;
+    ApplyOutcome outcome;
+    ASSERT_TRUE(decoder.apply(frame->data(), frame->size(), test::flat(0, dst.data(), count, 2), 0, &outcome).is_ok());
+    EXPECT_EQ(dst, target);
+  }
+}
+
 TEST(RoundTripSpecial, ContextFramesDecodeOnlyAgainstTheirBase) {
   const uint64_t count = 5000;
   std::vector<uint16_t> base, target;
