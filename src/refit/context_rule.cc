@@ -22,15 +22,6 @@ Status parse_context_mode(const std::string& text, ContextMode* mode) {
   return Status::ok();
 }
 
-const char* context_mode_name(ContextMode mode) {
-  switch (mode) {
-    case ContextMode::automatic: return "auto";
-    case ContextMode::on: return "true";
-    case ContextMode::off: return "false";
-  }
-  return "?";
-}
-
 void ContextRule::start(ContextMode mode, double given_gbps, int encode_threads) {
   mode_ = mode;
   given_ = given_gbps > 0;

@@ -21,7 +21,6 @@ enum class ContextMode { automatic, on, off };
 
 // "auto", "true" or "false" (and the other spellings of a boolean switch).
 Status parse_context_mode(const std::string& text, ContextMode* mode);
-const char* context_mode_name(ContextMode mode);
 
 class ContextRule {
  public:
