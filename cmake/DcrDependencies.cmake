@@ -1,5 +1,5 @@
 # Finds every dependency once and exposes it as an imported target (dcr::name where the package
-# ships none). Required: Open MPI, UCX, HDF5, zstd, xxHash, OpenSSL 3, Boost.Program_options, nlohmann_json,
+# ships none). Required: Open MPI, UCX, HDF5, zstd, xxHash, OpenSSL 3, Boost.Program_options, nlohmann_json, libcurl,
 # GoogleTest (with tests). Optional: CUDA toolkit + NCCL (DCR_CUDA=AUTO|ON|OFF).
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
@@ -8,6 +8,7 @@ find_package(Boost 1.71 REQUIRED COMPONENTS program_options)
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
+find_package(CURL 7.75 REQUIRED)  # CURLOPT_AWS_SIGV4 (7.75) signs the S3 requests
 
 find_package(zstd CONFIG QUIET)
 if(TARGET zstd::libzstd_shared)

@@ -11,6 +11,9 @@ packages=(
   libzstd-dev zstd                    # zstd: entropy stage
   libxxhash-dev                       # XXH3 hashes
   libssl-dev                          # OpenSSL 3: HMAC-SHA-256 and AES-256-GCM sealed frames
+  libcurl4-openssl-dev                # libcurl with SigV4: the S3 object store (src/store)
+  ceph-mon ceph-osd radosgw           # a real S3 server for the store tests (scripts/s3_server.sh):
+  ceph-common                         #   Ceph 16 radosgw on one mon and one memstore OSD (67 MB, 265 MB installed)
   libboost-program-options-dev        # command line and INI configs
   libgtest-dev                        # GoogleTest
   nlohmann-json3-dev                  # JSON records and tfjs manifests

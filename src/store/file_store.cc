@@ -1,0 +1,100 @@
+// The file:// object store: each key is a file under one directory ("v3/MANIFEST" is
+// <dir>/v3/MANIFEST), written as "<file>.tmp" and renamed, so readers see whole objects only.
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "dcr/store/object_store.h"
+#include "src/core/files.h"
+
+namespace dcr {
+namespace {
+
+// Keys are relative paths of plain names: no "", ".", ".." parts, no leading '/', no NUL.
+Status check_key(const std::string& key) {
+  bool ok = !key.empty() && key.front() != '/' && key.back() != '/' && key.find('\0') == std::string::npos;
+  for (size_t start = 0; ok && start <= key.size();) {
+    const size_t end = std::min(key.find('/', start), key.size());
+    const std::string part = key.substr(start, end - start);
+    ok = !part.empty() && part != "." && part != ".." &&
+         (part.size() < 4 || part.compare(part.size() - 4, 4, ".tmp") != 0);
+    start = end + 1;
+  }
+  DCR_REQUIRE(ok, Code::invalid_argument, "object key '" + key + "' is not a relative path of plain names");
+  return Status::ok();
+}
+
+class FileStore : public ObjectStore {
+ public:
+  explicit FileStore(std::string dir) : dir_(std::move(dir)) {}
+
+  std::string describe() const override { return "file://" + dir_; }
+
+  Status put(const std::string& key, const uint8_t* data, size_t bytes, bool durable) override {
+    DCR_TRY(check_key(key));
+    const std::filesystem::path path = path_of(key);
+    DCR_TRY(make_parents(path.parent_path()));
+    // Durable: the object and every rename before it into its directory survive a crash.
+    DCR_TRY(files::write_atomic(path.string(), {{data, bytes}}, durable, files::kPrivateFile));
+    if (durable && path.parent_path() != std::filesystem::path(dir_)) DCR_TRY(files::sync_directory(dir_));
+    return Status::ok();
+  }
+
+  Status get(const std::string& key, std::vector<uint8_t>* out, bool* found) override {
+    DCR_TRY(check_key(key));
+    return files::read_whole(path_of(key).string(), out, found);
+  }
+
+  Status list(const std::string& prefix, std::vector<std::string>* keys) override {
+    keys->clear();
+    std::error_code error;
+    std::filesystem::recursive_directory_iterator it(dir_, error), end;
+    if (error == std::errc::no_such_file_or_directory) return Status::ok();
+    for (; !error && it != end; it.increment(error)) {
+      if (!it->is_regular_file(error)) continue;
+      const std::string key = std::filesystem::relative(it->path(), dir_, error).generic_string();
+      const bool temporary = key.size() > 4 && key.compare(key.size() - 4, 4, ".tmp") == 0;
+      if (!temporary && key.compare(0, prefix.size(), prefix) == 0) keys->push_back(key);
+    }
+    DCR_REQUIRE(!error, Code::io_error, "cannot list '" + dir_ + "': " + error.message());
+    std::sort(keys->begin(), keys->end());
+    return Status::ok();
+  }
+
+  // Removes the file, then its directories up to the store's own while they are empty.
+  Status remove(const std::string& key) override {
+    DCR_TRY(check_key(key));
+    std::filesystem::path path = path_of(key);
+    std::error_code error;
+    std::filesystem::remove(path, error);
+    DCR_REQUIRE(!error, Code::io_error, "cannot remove '" + path.string() + "': " + error.message());
+    for (path = path.parent_path(); path != std::filesystem::path(dir_); path = path.parent_path()) {
+      if (!std::filesystem::is_empty(path, error) || error) break;
+      std::filesystem::remove(path, error);
+    }
+    return Status::ok();
+  }
+
+ private:
+  std::filesystem::path path_of(const std::string& key) const { return std::filesystem::path(dir_) / key; }
+
+  // The store's directories are private (0700), as the spool's always were.
+  Status make_parents(const std::filesystem::path& dir) const {
+    std::error_code error;
+    if (std::filesystem::is_directory(dir, error)) return Status::ok();
+    if (dir != std::filesystem::path(dir_)) DCR_TRY(make_parents(dir.parent_path()));
+    return files::make_dirs(dir.string(), files::kPrivateDir);
+  }
+
+  std::string dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<ObjectStore> file_store(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return std::make_unique<FileStore>(d);
+}
+
+}  // namespace dcr
