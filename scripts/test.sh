@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the ctest suites (unit, codec, layout, transport, multi-rank
-# refit, fault matrix, checkpoints, real models, hostile inputs, fuzz replay, the refit across
+# refit, fault matrix, checkpoints, real models, hostile inputs, a publisher and follower jobs joined
+# by an object store (file:// and a real S3 server, radosgw, started by the test), fuzz replay, the refit across
 # network-namespace nodes (tests/cluster; skips without root), CUDA self-check that skips without a
 # GPU), bounded libFuzzer runs (frame decoder, checkpoint readers, journal and spool manifest), the
 # hostile and damaged-state cases again under ASan/UBSan, and the refit and restart-loop jobs

@@ -33,7 +33,8 @@ void print_step(const StepRecord& r) {
   std::printf("  %8.4f s", r.seconds);
   if (r.full_seconds > 0) std::printf("  full %8.4f s  speedup %6.2fx", r.full_seconds, speedup(r));
   if (r.bcast_seconds > 0) std::printf("  bcast %8.4f s", r.bcast_seconds);
-  std::printf("  %s\n", r.bitexact ? "verified" : (r.committed ? "NOT VERIFIED" : "NOT COMMITTED"));
+  if (r.lag_s > 0) std::printf("  lag %8.3f s", r.lag_s);
+  std::printf("  %s\n", r.published ? "published" : r.bitexact ? "verified" : (r.committed ? "NOT VERIFIED" : "NOT COMMITTED"));
   std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
               r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
   if (r.kind == "delta") {

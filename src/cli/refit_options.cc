@@ -89,6 +89,23 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
        "longest chain of deltas a rollout replays from the spool; longer or missing chains take a full sync")
       ("spool-keep", po::value(&c->spool_keep)->default_value(c->spool_keep),
        "versions the spool keeps, newest first (trainer 0 prunes the rest after each commit); 0: --catchup-max")
+      ("role", po::value(&c->role)->default_value(c->role),
+       "all: one job of trainers, relays and rollouts; publish: a job of --trainers ranks putting every version "
+       "into --store; follow: a job of relays and rollouts applying every version it finds in --store "
+       "(the two jobs share only the store URL and these layout options)")
+      ("store", po::value(&c->store),
+       "object store joining a publish job and its follow jobs: file:///shared/dir or s3://bucket/prefix "
+       "(credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials, endpoint from "
+       "AWS_ENDPOINT_URL, region from AWS_REGION; never on the command line)")
+      ("rollouts", po::value(&c->rollouts)->default_value(c->rollouts),
+       "--role publish: the rollout ranks of the follow jobs (frames are cut for their layout)")
+      ("full-every", po::value(&c->full_every)->default_value(c->full_every),
+       "--role publish: a full snapshot every N versions (and of the first); a follower further behind than the "
+       "deltas kept starts from the newest one")
+      ("follow-timeout", po::value(&c->follow_timeout_s)->default_value(c->follow_timeout_s),
+       "--role follow: give up after this long without a new version in the store")
+      ("poll", po::value(&c->poll_s)->default_value(c->poll_s),
+       "--role follow: seconds between listings of the store while waiting for a version")
       ("key-file", po::value(&c->key_file),
        "job key file (dcr keygen; owner-only permissions): frames are sealed with HMAC-SHA-256 under its last key "
        "and verified by relays and rollouts before use; it is read again before every version (key rotation). "

@@ -6,6 +6,33 @@
 
 namespace dcr {
 
+namespace {
+
+Status check_store_roles(const RefitConfig& c) {
+  DCR_REQUIRE(c.role == "all" || c.role == "publish" || c.role == "follow", Code::invalid_argument,
+              "--role '" + c.role + "' is not all, publish or follow");
+  if (c.role == "all") return Status::ok();
+  DCR_REQUIRE(!c.store.empty(), Code::invalid_argument,
+              "--role " + c.role + " needs --store URL (file:///shared/dir or s3://bucket/prefix), the same in both jobs");
+  DCR_REQUIRE(c.spool_dir.empty(), Code::invalid_argument,
+              "--spool-dir is the one-job spool; with --role " + c.role + " the store (--store) takes its place");
+  DCR_REQUIRE(c.role != "publish" || c.rollouts >= 1, Code::invalid_argument,
+              "--role publish needs --rollouts N: the rollout ranks of the follower job (frames are cut for its layout)");
+  DCR_REQUIRE(c.role != "publish" || c.rollouts % c.rollout_tp == 0, Code::invalid_argument,
+              "--rollouts " + std::to_string(c.rollouts) + " cannot form replicas of --rollout-tp " +
+                  std::to_string(c.rollout_tp));
+  DCR_REQUIRE(c.role != "publish" || c.state_dir.empty(), Code::invalid_argument,
+              "--role publish keeps its progress in the store (a restarted publisher resumes at the newest complete "
+              "version there); --state-dir belongs to the follow job");
+  DCR_REQUIRE(c.full_every >= 1, Code::invalid_argument, "--full-every must be at least 1");
+  DCR_REQUIRE(c.follow_timeout_s > 0 && c.follow_timeout_s <= 1e6, Code::invalid_argument,
+              "--follow-timeout must be in (0, 1e6] seconds");
+  DCR_REQUIRE(c.poll_s > 0 && c.poll_s <= 3600, Code::invalid_argument, "--poll must be in (0, 3600] seconds");
+  return Status::ok();
+}
+
+}  // namespace
+
 Status check_refit_config(const RefitConfig& c) {
   DCR_REQUIRE(c.trainers >= 1, Code::invalid_argument, "--trainers must be at least 1");
   DCR_REQUIRE(c.train_tp >= 1 && c.trainers % c.train_tp == 0, Code::invalid_argument,
@@ -42,6 +69,7 @@ Status check_refit_config(const RefitConfig& c) {
   DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
   DCR_REQUIRE(c.catchup_max >= 0, Code::invalid_argument, "--catchup-max must not be negative");
   DCR_REQUIRE(c.spool_keep >= 0, Code::invalid_argument, "--spool-keep must not be negative");
+  DCR_TRY(check_store_roles(c));
   return Status::ok();
 }
 

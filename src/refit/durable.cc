@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "dcr/ckpt/hdf5_checkpoint.h"
+#include "dcr/ckpt/serving_files.h"
 #include "dcr/core/log.h"
 #include "dcr/refit/commit.h"
 #include "src/core/files.h"
@@ -35,6 +36,19 @@ Status write_snapshot(RankState* s) {
                                  files::kPrivateFile);
   }));
   return s->journal->append({JournalRecord::snapshot, s->committed, 0, 0}, true);
+}
+
+Status publish_serving(RankState* s, uint64_t version) {
+  const Topology& t = s->topology;
+  const bool rollout = t.role == Role::rollout;
+  const int tp = s->config.rollout_tp;
+  const std::string dir = s->config.serve_dir + "/replica-" + std::to_string(rollout ? t.index / tp : 0);
+  Status st = rollout ? write_serving_shard(dir, t.index % tp, s->serving) : Status::ok();
+  const bool written = all_true(s, st.is_ok());
+  if (rollout && written && t.index % tp == 0) st = write_serving_version(dir, version, s->plan.manifest.hash());
+  DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::io_error : st.code(),
+              st.is_ok() ? "a rollout failed to publish its serving shard (see its message)" : st.message());
+  return Status::ok();
 }
 
 }  // namespace dcr

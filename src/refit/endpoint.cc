@@ -44,7 +44,7 @@ Status EndpointCore::open_state() {
 
 uint32_t EndpointCore::next_channel() { return kFirstPassChannel + static_cast<uint32_t>(passes_++ % kPassChannels); }
 
-Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, StepStats* out) {
+Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, StepStats* out, const FrameFeed& feed) {
   const Link pass{link,           &topology,   config.window,  config.timeout_s, &kill,
                   next_channel(), keys.get(), config.encrypt, &context_rule};
   Status st;
@@ -61,7 +61,7 @@ Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, St
       break;
     }
     case Role::relay:
-      st = relay_step(plan, pass, topology.index, versions.target, out);
+      st = relay_step(plan, pass, topology.index, versions.target, out, feed);
       break;
     case Role::rollout:
       st = rollout_step(plan, pass, topology.index, versions, kind == FrameKind::full, into, &decoder, out);

@@ -58,7 +58,8 @@ class EndpointCore {
   // One pass of `kind` frames base -> target: trainers send from `current` on `link`, relays
   // forward, rollouts apply into `into` (their serving shard, or another copy); what this rank did
   // is added to *stats. Logs and returns this rank's error.
-  Status transfer(FrameKind kind, Versions versions, Shard* into, StepStats* stats);
+  // A follower job's root relay takes the frames from `feed` (the store) instead.
+  Status transfer(FrameKind kind, Versions versions, Shard* into, StepStats* stats, const FrameFeed& feed = nullptr);
   // The joint commit of versions.target (commit.h) with this rank's journal, fault point and journal
   // compaction; on commit, promotes the trainer's baseline and sets `committed`. Returns the decision.
   bool commit(bool vote, Versions versions);

@@ -87,18 +87,18 @@ Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan*
                   " in flight per step); raise it");
   const TrainingLayout training{config.trainers / config.train_tp, config.train_tp, config.train_ep, &plan->rules};
   const ServingLayout serving{config.rollout_tp, config.fuse, config.rollout_ep, &plan->rules};
-  plan->trainer_holdings.resize(topology.trainers);
-  for (int t = 0; t < topology.trainers; ++t) {
+  plan->trainer_holdings.resize(config.trainers);
+  for (int t = 0; t < config.trainers; ++t) {
     DCR_TRY(training_holdings(plan->manifest, training, t, &plan->trainer_holdings[t]).with_context("training layout"));
   }
   plan->rollout_holdings.resize(topology.rollouts);
   for (int i = 0; i < topology.rollouts; ++i) {
     DCR_TRY(serving_holdings(plan->manifest, serving, i, &plan->rollout_holdings[i]).with_context("serving layout"));
   }
-  plan->frames.assign(topology.trainers, {});
+  plan->frames.assign(config.trainers, {});
   plan->index.clear();
   uint64_t bundle_id = 0;
-  for (int t = 0; t < topology.trainers; ++t) {
+  for (int t = 0; t < config.trainers; ++t) {
     std::vector<Box> boxes;
     DCR_TRY(plan_frames(plan->manifest, plan->trainer_holdings[t], plan->rollout_holdings, config.frame_elements, &boxes));
     std::vector<PlannedFrame> frames;

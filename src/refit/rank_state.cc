@@ -33,7 +33,8 @@ Status load_initial(const RefitConfig& config, MPI_Comm world, RefitPlan* plan, 
   DCR_TRY(HfCheckpoint::open(dir, &c));
   plan->manifest = c->manifest();
   plan->model_config = c->config();
-  if (config.from_checkpoints()) return Status::ok();
+  // A follower that does not verify needs only the manifest and config.json of its base model.
+  if (config.from_checkpoints() || (config.role == "follow" && !config.verify)) return Status::ok();
   for (uint32_t id = 0; id < plan->manifest.tensors.size(); ++id) {
     const uint8_t* bytes = c->tensor(id);
     initial->emplace_back(bytes, bytes + plan->manifest.tensors[id].nbytes());
@@ -66,6 +67,11 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
   DCR_TRY(s->open_state());
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
+  if (!config.store.empty()) {
+    std::unique_ptr<ObjectStore> store;
+    DCR_TRY(open_store(config.store, &store).with_context("--store"));
+    s->spool = std::make_unique<FrameSpool>(std::shared_ptr<ObjectStore>(std::move(store)), config.trainers);
+  }
   if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));
   return Status::ok();
 }
@@ -82,10 +88,12 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   s->own_control = mpi_collective(world, s->collective_timeout_s);
   s->control = s->own_control.get();
   DCR_TRY(all_ok(s, set_up_local(config, world, s), "set-up"));
-  DCR_TRY(make_transport(config.transport, world, &s->own_transport));
-  s->transport = s->link = s->own_transport.get();
   const Topology& t = s->topology;
-  if (t.role == Role::trainer && config.link_gbps > 0) {
+  if (config.role != "publish") {  // a publisher job's ranks only talk to the store
+    DCR_TRY(make_transport(config.transport, world, &s->own_transport));
+    s->transport = s->link = s->own_transport.get();
+  }
+  if (t.role == Role::trainer && config.link_gbps > 0 && config.role == "all") {
     RateLimit limit;
     limit.bytes_per_s = config.link_gbps * 1e9 / 8;
     limit.peers = {t.relay_rank(0)};
@@ -93,7 +101,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     s->link = s->limited.get();
   }
   if (s->spool) {
-    s->keep_sent = &s->sent;
+    if (config.role == "all") s->keep_sent = &s->sent;
     s->spool->set_keys(s->keys);
   }
   if (t.role == Role::trainer) {
@@ -137,6 +145,15 @@ Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exis
 
 Status advance_source_to(RankState* s, uint64_t version) {
   return s->source ? s->source->seek(version) : Status::ok();
+}
+
+Status seek_everywhere(RankState* s, uint64_t version) {
+  const Status st = s->has_model() ? advance_source_to(s, version) : Status::ok();
+  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
+  DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::invalid_argument : st.code(),
+              st.is_ok() ? "another rank could not read version " + std::to_string(version) + " (see its message)"
+                         : st.message());
+  return Status::ok();
 }
 
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats) {

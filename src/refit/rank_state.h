@@ -66,6 +66,8 @@ void barrier(RankState* s, const char* what);
 Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exists);
 // Makes the source hold `version` (where this rank has one).
 Status advance_source_to(RankState* s, uint64_t version);
+// Collective: moves every rank with a source to `version`; fails everywhere when one cannot.
+Status seek_everywhere(RankState* s, uint64_t version);
 
 // One pass of frames through the tree: trainers send `kind` frames for base -> target, relays
 // forward, rollouts apply into `serving`. Returns this rank's vote.
@@ -77,8 +79,19 @@ bool verified(RankState* s, const Shard& shard);
 
 // Rollouts: an HDF5 snapshot of the serving buffers at the committed version, recorded in the journal.
 Status write_snapshot(RankState* s);
+// Rollouts publish their serving buffers as vLLM sharded-state files (--serve-dir), then each
+// replica's first rank names the version. Collective.
+Status publish_serving(RankState* s, uint64_t version);
+// The two-job drivers (--role publish, --role follow), on a set-up rank.
+Status run_publish(RankState* s, RefitReport* report);
+Status run_follow(RankState* s, RefitReport* report);
 // Trainers: publish the frames of the version just committed to the spool.
 Status publish_to_spool(RankState* s, Versions versions);
+
+// Rollouts: the serving buffers at `version` from this rollout's snapshot when the journal says it
+// holds `version`, or an older snapshot plus the deltas published in the spool since (at most
+// --catchup-max of them); false (with a warning) when neither works.
+bool restore_from_snapshot(RankState* s, uint64_t version);
 
 // Resumes from the state directory: agrees on the committed version, rebuilds every rank's state
 // at it (trainers from the model, rollouts from their snapshot or a full sync), and returns the

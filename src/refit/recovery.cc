@@ -56,9 +56,9 @@ Status catch_up(RankState* s, uint64_t from, uint64_t to) {
   return Status::ok();
 }
 
-// A rollout's state at `version`: its snapshot when the journal says it holds `version`, or an
-// older snapshot plus the deltas published in the spool since (at most --catchup-max of them).
-bool restore(RankState* s, uint64_t version) {
+}  // namespace
+
+bool restore_from_snapshot(RankState* s, uint64_t version) {
   uint64_t snapshot = kNone;
   if (!s->journal->last_snapshot(&snapshot) || snapshot > version) return false;
   const bool chain = snapshot == version || (s->spool && version - snapshot <= uint64_t(s->config.catchup_max));
@@ -83,6 +83,8 @@ bool restore(RankState* s, uint64_t version) {
   }
   return true;
 }
+
+namespace {
 
 // Hash of every box a rollout receives, summed (wrapping) per rollout: trainers from the version
 // they rebuilt, each rollout from its own buffers. Equal sums mean the rollout holds the trainers'
@@ -142,7 +144,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
     s->baseline.copy_from(s->current);
   }
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
-  const bool restored = matches_trainers(s, t.role == Role::rollout && restore(s, version), world);
+  const bool restored = matches_trainers(s, t.role == Role::rollout && restore_from_snapshot(s, version), world);
   DCR_TRY(fault_point(s->kill, t, Phase::resume, version));
   const bool synced_everywhere = all_true(s, t.role != Role::rollout || restored);
   int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;

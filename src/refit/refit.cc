@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "dcr/ckpt/serving_files.h"
 #include "dcr/core/log.h"
 #include "src/refit/rank_state.h"
 
@@ -108,13 +107,23 @@ void warn_if_failed(const Topology& t, const Status& status, const char* what) {
 
 std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t model_bytes) {
   const Topology& t = s.topology;
-  return std::to_string(t.trainers) + " trainers (fsdp " + std::to_string(config.trainers / config.train_tp) + " x tp " +
-         std::to_string(config.train_tp) + ") -> " + std::to_string(t.relays) + " relays (fanout " +
-         std::to_string(config.fanout) + ", depth " + std::to_string(t.depth) + ") -> " + std::to_string(t.rollouts) +
-         " rollouts (tp " + std::to_string(config.rollout_tp) + (config.fuse ? ", fused qkv/gate_up" : "") +
-         "), transport " + config.transport + ", model " +
-         (config.from_checkpoints() ? "from checkpoints" : config.init_checkpoint.empty() ? config.model : config.init_checkpoint) +
-         " (" + std::to_string(model_bytes) + " bytes, family " + s.plan.rules.family + ")";
+  const std::string trainers = std::to_string(config.trainers) + " trainers (fsdp " +
+                               std::to_string(config.trainers / config.train_tp) + " x tp " + std::to_string(config.train_tp) + ")";
+  const std::string relays = std::to_string(t.relays) + " relays (fanout " + std::to_string(config.fanout) + ", depth " +
+                             std::to_string(t.depth) + ")";
+  const std::string rollouts = std::to_string(t.rollouts) + " rollouts (tp " + std::to_string(config.rollout_tp) +
+                               (config.fuse ? ", fused qkv/gate_up" : "") + ")";
+  const std::string model = "model " +
+                            (config.from_checkpoints() ? "from checkpoints" : config.init_checkpoint.empty() ? config.model : config.init_checkpoint) +
+                            " (" + std::to_string(model_bytes) + " bytes, family " + s.plan.rules.family + ")";
+  if (config.role == "publish") {
+    return "publish to " + s.spool->describe() + ": " + trainers + ", frames cut for " + rollouts + ", " + model;
+  }
+  if (config.role == "follow") {
+    return "follow " + s.spool->describe() + " (published by " + trainers + "): " + relays + " -> " + rollouts +
+           ", transport " + config.transport + ", " + model;
+  }
+  return trainers + " -> " + relays + " -> " + rollouts + ", transport " + config.transport + ", " + model;
 }
 
 std::string describe_keys(const RankState& s) {
@@ -150,31 +159,6 @@ void report_reads(RankState* s) {
   s->observer.note(line);
 }
 
-// Rollouts publish their serving buffers as vLLM sharded-state files, then each replica's first
-// rank names the version. Collective.
-Status publish_serving(RankState* s, uint64_t version) {
-  const Topology& t = s->topology;
-  const bool rollout = t.role == Role::rollout;
-  const int tp = s->config.rollout_tp;
-  const std::string dir = s->config.serve_dir + "/replica-" + std::to_string(rollout ? t.index / tp : 0);
-  Status st = rollout ? write_serving_shard(dir, t.index % tp, s->serving) : Status::ok();
-  const bool written = all_true(s, st.is_ok());
-  if (rollout && written && t.index % tp == 0) st = write_serving_version(dir, version, s->plan.manifest.hash());
-  DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::io_error : st.code(),
-              st.is_ok() ? "a rollout failed to publish its serving shard (see its message)" : st.message());
-  return Status::ok();
-}
-
-// Collective: moves every rank with a source to `version`; fails everywhere when one cannot.
-Status seek_everywhere(RankState* s, uint64_t version) {
-  const Status st = s->has_model() ? advance_source_to(s, version) : Status::ok();
-  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
-  DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::invalid_argument : st.code(),
-              st.is_ok() ? "another rank could not read version " + std::to_string(version) + " (see its message)"
-                         : st.message());
-  return Status::ok();
-}
-
 }  // namespace
 
 Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report, const RefitObserver& observer) {
@@ -193,6 +177,11 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     s.observer.note(describe_keys(s));
   }
 
+  if (config.role != "all") {
+    const Status st = config.role == "publish" ? run_publish(&s, report) : run_follow(&s, report);
+    tear_down(&s);
+    return st;
+  }
   uint64_t first = 0;
   DCR_TRY(recover(&s, world, &first));
   for (uint64_t version = first;; ++version) {

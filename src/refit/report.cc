@@ -16,7 +16,7 @@ Status write_refit_json(const RefitReport& report, const std::string& path) {
                      {"frames", r.frames}, {"trainer_frames", r.trainer_frames}, {"wire_bytes", r.wire_bytes},
                      {"full_bytes", r.full_bytes},
                      {"seconds", r.seconds}, {"full_seconds", r.full_seconds}, {"bcast_seconds", r.bcast_seconds},
-                     {"speedup", speedup(r)}, {"committed", r.committed}, {"bitexact", r.bitexact},
+                     {"speedup", speedup(r)}, {"lag_seconds", r.lag_s}, {"published", r.published}, {"committed", r.committed}, {"bitexact", r.bitexact},
                      {"stage_seconds",
                       {{"encode", r.encode_s}, {"send", r.send_s}, {"relay", r.forward_s}, {"apply", r.apply_s},
                        {"commit", r.commit_s}}},
@@ -37,13 +37,13 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
   DCR_REQUIRE(out.good(), Code::io_error, "cannot write refit records to '" + path + "'");
   out << "version,kind,change_rate,frames,wire_bytes,full_bytes,seconds,full_seconds,bcast_seconds,speedup,"
          "committed,bitexact,encode_s,send_s,relay_s,apply_s,commit_s,contexts,context_frames,declined_frames,"
-         "link_gbps,link\n";
+         "link_gbps,link,lag_s\n";
   for (const StepRecord& r : report.steps) {
     out << r.version << ',' << r.kind << ',' << r.change_rate << ',' << r.frames << ',' << r.wire_bytes << ','
         << r.full_bytes << ',' << r.seconds << ',' << r.full_seconds << ',' << r.bcast_seconds << ',' << speedup(r)
         << ',' << r.committed << ',' << r.bitexact << ',' << r.encode_s << ',' << r.send_s << ',' << r.forward_s << ','
         << r.apply_s << ',' << r.commit_s << ',' << r.contexts << ',' << r.context_frames << ','
-        << r.declined_frames << ',' << r.link_gbps << ',' << r.link_source << '\n';
+        << r.declined_frames << ',' << r.link_gbps << ',' << r.link_source << ',' << r.lag_s << '\n';
   }
   return out.good() ? Status::ok() : Status(Code::io_error, "writing '" + path + "' failed");
 }

@@ -83,24 +83,23 @@ Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame&
 
 }  // namespace
 
-Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                    Shard* baseline, Shard* current, const FrameFault& fault,
-                    const std::vector<FrameEncoder*>& encoders, StepStats* stats, std::vector<SharedBytes>* sent) {
-  const int root = link.topology->relay_rank(0);
+Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
+                     Shard* baseline, Shard* current, const FrameFault& fault,
+                     const std::vector<FrameEncoder*>& encoders, StepStats* stats, const FrameSink& deliver) {
   const bool hit = fault.kind != FrameFault::none && fault.version == versions.target && trainer == 0;
   Versions encoded = versions;
   if (hit && fault.kind == FrameFault::wrong_base) encoded.base = versions.base + 1000;
   const std::vector<PlannedFrame>& planned = plan.frames[trainer];
   DCR_TRY(fault_point(*link.kill, *link.topology, Phase::encode, versions.target));
-  // Encoders work ahead on the frames after the one being sent (run_ordered); a frame is sent the
-  // moment it and those before it are encoded. encode_s is the time spent waiting for encoders.
+  // Encoders work ahead on the frames after the one being delivered (run_ordered); a frame is
+  // delivered the moment it and those before it are encoded. encode_s is the time spent waiting
+  // for encoders, send_s the time spent delivering.
   std::vector<std::vector<uint8_t>> frames(planned.size());
   std::vector<EncodeStats> encode_stats(planned.size());
   auto encode = [&](size_t i, int worker) {
     return encode_frame(plan, link, planned[i], kind, encoded, baseline, current, encoders[worker], &frames[i],
                         &encode_stats[i]);
   };
-  const std::string to_root = link.topology->describe() + " sending to " + link.topology->describe_rank(root);
   auto ready = Clock::now();
   auto send = [&](size_t i) -> Status {
     auto start = Clock::now();
@@ -117,15 +116,25 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     stats->context_frames += encode_stats[i].value_packing == ValuePacking::contexts;
     stats->declined_frames += encode_stats[i].contexts_declined;
     stats->elements += planned[i].box.elements();
-    auto frame = std::make_shared<const std::vector<uint8_t>>(std::move(frames[i]));
-    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s).with_context(to_root));
-    if (sent != nullptr) sent->push_back(frame);
-    DCR_TRY(link.transport->send(root, link.channel, std::move(frame)).with_context(to_root));
+    DCR_TRY(deliver(std::make_shared<const std::vector<uint8_t>>(std::move(frames[i]))));
     ready = Clock::now();
     stats->send_s += std::chrono::duration<double>(ready - start).count();
     return Status::ok();
   };
-  DCR_TRY(run_ordered(planned.size(), static_cast<int>(encoders.size()), 2 * encoders.size(), encode, send));
+  return run_ordered(planned.size(), static_cast<int>(encoders.size()), 2 * encoders.size(), encode, send);
+}
+
+Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
+                    Shard* baseline, Shard* current, const FrameFault& fault,
+                    const std::vector<FrameEncoder*>& encoders, StepStats* stats, std::vector<SharedBytes>* sent) {
+  const int root = link.topology->relay_rank(0);
+  const std::string to_root = link.topology->describe() + " sending to " + link.topology->describe_rank(root);
+  auto deliver = [&](SharedBytes frame) -> Status {
+    DCR_TRY(wait_for_window(link.transport, link.window, link.timeout_s).with_context(to_root));
+    if (sent != nullptr) sent->push_back(frame);
+    return link.transport->send(root, link.channel, std::move(frame)).with_context(to_root);
+  };
+  DCR_TRY(encode_frames(plan, link, trainer, kind, versions, baseline, current, fault, encoders, stats, deliver));
   const auto start = Clock::now();
   DCR_TRY(link.transport->wait_sends(link.timeout_s).with_context(to_root));
   stats->send_s += since(start);
@@ -162,16 +171,22 @@ Status upstream_aborted(const Topology& t, const Message& m) {
 
 }  // namespace
 
-Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats) {
+Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats,
+                  const FrameFeed& feed) {
   const Topology& t = *link.topology;
   const uint64_t expected = plan.frames_for_relay(t, relay);
   const int parent = t.relay_parent[relay] < 0 ? kAnyPeer : t.relay_rank(t.relay_parent[relay]);
-  const std::string sender = parent == kAnyPeer ? t.describe_trainers() : t.describe_rank(parent);
+  const std::string sender = feed ? "the store" : parent == kAnyPeer ? t.describe_trainers() : t.describe_rank(parent);
   for (uint64_t n = 0; n < expected; ++n) {
     if (n == expected / 2) DCR_TRY(fault_point(*link.kill, t, Phase::stream, target));
     auto start = Clock::now();
     Message message;
-    Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);
+    const Status got = feed ? feed(n, &message) : link.transport->receive(parent, link.channel, &message, link.timeout_s);
+    if (!got.is_ok() && feed) {
+      abort_pass(link, relay, parent, 0);  // its subtree learns at once
+      return got.with_context(t.describe() + " reading frame " + std::to_string(n + 1) + " of " +
+                              std::to_string(expected) + " from the store");
+    }
     if (!got.is_ok()) return got.with_context(waiting_for(t, n, expected, sender));
     stats->wait_s += since(start);
     start = Clock::now();
@@ -179,7 +194,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
       abort_pass(link, relay, parent, 0);
       return upstream_aborted(t, message);
     }
-    const std::string from = t.describe() + ": frame " + std::to_string(n + 1) + " from " + t.describe_rank(message.peer);
+    const std::string from = t.describe() + ": frame " + std::to_string(n + 1) + " from " + (feed ? sender : t.describe_rank(message.peer));
     const uint8_t* bytes = message.bytes.data();
     Status checked = link.keys ? verify_frame(*link.keys, bytes, message.bytes.size()) : check_unsealed(bytes, message.bytes.size());
     FrameHeader header;
@@ -189,7 +204,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
       checked = Status(Code::corrupt, "frame for " + header.box.describe() + " matches no planned frame");
     }
     if (!checked.is_ok()) {
-      abort_pass(link, relay, parent, expected - n - 1);
+      abort_pass(link, relay, parent, feed ? 0 : expected - n - 1);  // a feed has no sender to drain
       return checked.with_context(from);
     }
     auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(message.bytes));

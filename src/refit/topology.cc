@@ -50,11 +50,17 @@ std::string Topology::describe_trainers() const {
 
 std::string Topology::describe_placement() const {
   if (host_of_rank.empty()) return "";
-  std::string text = "trainers on " + hosts_of(host_of_rank, trainer_ranks(trainers)) + "; ";
+  std::vector<std::string> parts;
+  if (trainers > 0) parts.push_back("trainers on " + hosts_of(host_of_rank, trainer_ranks(trainers)));
+  std::string relay_text;
   for (int i = 0; i < relays; ++i) {
-    text += "relay " + std::to_string(i) + (i == 0 ? " (root)" : "") + " on " + host_of_rank[relay_ranks[i]] + ", ";
+    relay_text += (i ? ", relay " : "relay ") + std::to_string(i) + (i == 0 ? " (root)" : "") + " on " + host_of_rank[relay_ranks[i]];
   }
-  return text.substr(0, text.size() - 2) + "; rollouts on " + hosts_of(host_of_rank, rollout_ranks);
+  if (relays > 0) parts.push_back(relay_text);
+  if (!rollout_ranks.empty()) parts.push_back("rollouts on " + hosts_of(host_of_rank, rollout_ranks));
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
+  return text;
 }
 
 std::string Topology::describe() const { return describe_rank(world_rank); }
@@ -149,6 +155,23 @@ void build_tree(const RefitConfig& config, const std::vector<int>& node_of_rank,
   }
 }
 
+// A publisher job (--role publish) is its trainers only; the rollouts it cuts frames for are the
+// follower job's (--rollouts), with no ranks here.
+Status publisher_topology(const RefitConfig& config, Topology t, Topology* out) {
+  DCR_REQUIRE(t.world_size == config.trainers, Code::invalid_argument,
+              "a --role publish job is its trainer ranks only: launch " + std::to_string(config.trainers) +
+                  " ranks (--trainers), not " + std::to_string(t.world_size));
+  t.trainers = config.trainers;
+  t.rollouts = config.rollouts;
+  t.role_of_rank.assign(t.world_size, Role::trainer);
+  t.index_of_rank.resize(t.world_size);
+  for (int r = 0; r < t.world_size; ++r) t.index_of_rank[r] = r;
+  t.role = Role::trainer;
+  t.index = t.world_rank;
+  *out = std::move(t);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status make_topology_from_nodes(const RefitConfig& config, int world_rank, const std::vector<int>& node_of_rank,
@@ -156,7 +179,8 @@ Status make_topology_from_nodes(const RefitConfig& config, int world_rank, const
   Topology t;
   t.world_rank = world_rank;
   t.world_size = static_cast<int>(node_of_rank.size());
-  t.trainers = config.trainers;
+  if (config.role == "publish") return publisher_topology(config, std::move(t), out);
+  t.trainers = config.role == "follow" ? 0 : config.trainers;  // a follower job has no trainer ranks
   const std::vector<int> relay_ranks = choose_relays(t.trainers, config.relays, node_of_rank);
   t.relays = config.relays > 0 ? config.relays : std::max(1, static_cast<int>(relay_ranks.size()));
   t.rollouts = t.world_size - t.trainers - t.relays;

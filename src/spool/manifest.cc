@@ -65,6 +65,9 @@ bool parse_line(const std::vector<std::string>& w, Manifest* out, int* seen) {
     out->writers = static_cast<uint32_t>(b);
     return true;
   }
+  if (w.size() == 1 && w[0] == "full" && !out->full) return out->full = true;
+  if (w.size() == 2 && w[0] == "published" && out->published_us == 0)
+    return parse_decimal(w[1], &out->published_us) && out->published_us > 0;
   if (w.size() == 4 && w[0] == "frame") {
     if (!plain_name(w[1]) || !parse_decimal(w[2], &a) || !parse_hex16(w[3], &h)) return false;
     out->frames.push_back(ManifestEntry{w[1], a, h});
@@ -83,6 +86,8 @@ std::string format_manifest(const Manifest& m, const std::function<std::string(c
   std::ostringstream text;
   text << kFirstLine << "\nbase " << m.base << "\ntarget " << m.target << "\nwriter " << m.writer << " of "
        << m.writers << "\n";
+  if (m.full) text << "full\n";
+  if (m.published_us > 0) text << "published " << m.published_us << "\n";
   for (const ManifestEntry& f : m.frames) text << "frame " << f.name << " " << f.bytes << " " << hex16(f.hash) << "\n";
   std::string body = text.str();
   if (mac) {
@@ -121,7 +126,10 @@ Status parse_manifest(const std::string& text, const std::string& path, Manifest
     offset += line.size() + 1;
   }
   if (seen != 7) return corrupt(path, "lacks its base, target or writer line");
-  if (out->base >= out->target)  // a delta moves forward; base == target would loop a chain walk
+  if (out->full && out->base != out->target)
+    return corrupt(path, "a full snapshot of version " + std::to_string(out->target) + " names base " +
+                             std::to_string(out->base));
+  if (!out->full && out->base >= out->target)  // a delta moves forward; base == target would loop a chain walk
     return corrupt(path, "base " + std::to_string(out->base) + " is not before target " + std::to_string(out->target));
   if (out->frames.size() != count)
     return corrupt(path, "lists " + std::to_string(out->frames.size()) + " frames, its end line says " +

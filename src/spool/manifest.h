@@ -3,6 +3,8 @@
 //   base <decimal>
 //   target <decimal>
 //   writer <w> of <writers>
+//   full                                                    (a full snapshot: base == target)
+//   published <unix time, microseconds>                     (optional: when the writer finished)
 //   frame <file name> <bytes> <hash64, 16 hex digits>      (one line per frame, in order)
 //   mac <key id> <HMAC-SHA-256 of every byte before this line, 64 hex digits>   (with a job key)
 //   end <frame count> <hash64 of every byte before this line, 16 hex digits>
@@ -29,6 +31,8 @@ struct Manifest {
   uint64_t target = 0;
   uint32_t writer = 0;
   uint32_t writers = 1;
+  bool full = false;        // full frames of `target` (base == target), not a delta
+  uint64_t published_us = 0;  // 0: not given
   std::vector<ManifestEntry> frames;
   uint32_t mac_key = 0;   // the key id of the mac line (0: none)
   std::string mac;        // its 64 hex digits

@@ -123,6 +123,60 @@ TEST_F(FrameSpoolTest, VersionWithoutManifestIsInvisible) {
   EXPECT_EQ(read.size(), 2u);
 }
 
+// Full frames of every tensor at `target`.
+std::vector<std::vector<uint8_t>> full_frames(uint64_t target, uint32_t tensors) {
+  FrameEncoder encoder;
+  std::vector<std::vector<uint8_t>> frames;
+  for (uint32_t t = 0; t < tensors; ++t) {
+    const std::vector<uint8_t> to = bits_at(t, target);
+    frames.emplace_back();
+    EXPECT_TRUE(encoder.encode_full(test::flat(t, to.data(), kElements, kWidth), target, &frames.back()).is_ok());
+  }
+  return frames;
+}
+
+// A full snapshot is a series of its own beside the deltas: published, listed and read alike,
+// refusing delta frames, and counted by newest() and remove_after().
+TEST_F(FrameSpoolTest, FullSnapshotsAreASeriesBesideTheDeltas) {
+  FrameSpool spool(dir_);
+  FramePublisher full;
+  ASSERT_TRUE(spool.begin_full(2, 0, &full).is_ok());
+  EXPECT_EQ(full.add(delta_frames(1, 2, 1)[0]).code(), Code::invalid_argument);  // a delta is not a snapshot
+  for (const auto& frame : full_frames(2, 2)) ASSERT_TRUE(full.add(frame).is_ok());
+  uint64_t newest = 0;
+  bool found = true;
+  ASSERT_TRUE(spool.newest(&newest, &found).is_ok());
+  EXPECT_FALSE(found);  // no manifest yet
+  ASSERT_TRUE(full.finish().is_ok());
+  ASSERT_TRUE(spool.publish(2, 3, delta_frames(2, 3, 2)).is_ok());
+
+  VersionEntry snapshot;
+  ASSERT_TRUE(spool.snapshot(2, &snapshot).is_ok());
+  EXPECT_TRUE(snapshot.full);
+  EXPECT_EQ(snapshot.base, 2u);
+  EXPECT_EQ(snapshot.frames, 2u);
+  EXPECT_GT(snapshot.published_us, 0u);
+  VersionEntry entry;
+  EXPECT_EQ(spool.version(2, &entry).code(), Code::not_found);  // no delta to 2 was published
+  std::vector<FrameRef> refs;
+  ASSERT_TRUE(spool.frames_of(snapshot, &refs).is_ok());
+  ASSERT_EQ(refs.size(), 2u);
+  std::vector<uint8_t> frame;
+  ASSERT_TRUE(spool.read_frame(snapshot, refs[1], &frame).is_ok());
+  EXPECT_EQ(frame, full_frames(2, 2)[1]);
+  ASSERT_TRUE(spool.newest(&newest, &found).is_ok());
+  EXPECT_TRUE(found);
+  EXPECT_EQ(newest, 3u);
+
+  ASSERT_TRUE(spool.remove_after(2).is_ok());  // the delta to 3 goes, the snapshot of 2 stays
+  ASSERT_TRUE(spool.newest(&newest, &found).is_ok());
+  EXPECT_EQ(newest, 2u);
+  ASSERT_TRUE(spool.prune_snapshots_before(3).is_ok());
+  ASSERT_TRUE(spool.newest(&newest, &found).is_ok());
+  EXPECT_FALSE(found);
+  EXPECT_FALSE(fs::exists(dir_ + "/f2"));
+}
+
 TEST_F(FrameSpoolTest, SeveralWritersEachPublishTheirFrames) {
   FrameSpool spool(dir_, 2);
   const auto first = delta_frames(0, 1, 2, 0), second = delta_frames(0, 1, 3, 2);

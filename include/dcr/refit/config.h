@@ -47,6 +47,15 @@ struct RefitConfig {
   std::string spool_dir;             // trainers publish each committed delta here (catch-up)
   int catchup_max = 16;              // longest delta chain a restarted rollout replays from the spool
   int spool_keep = 0;                // versions the spool keeps (pruned after each commit); 0: catchup_max
+  // Two jobs joined by an object store (src/refit/publish.cc, follow.cc): "all" (one job: trainers,
+  // relays, rollouts), "publish" (a job of trainer ranks only, putting each version into --store)
+  // or "follow" (a job of relays and rollouts only, applying each version it finds in --store).
+  std::string role = "all";
+  std::string store;                 // store URL (file:///dir, s3://bucket/prefix): --role publish | follow
+  int rollouts = 0;                  // publish: the follower job's rollout ranks (its frames are cut for them)
+  int full_every = 16;               // publish: a full snapshot every N versions (and of the first)
+  double follow_timeout_s = 600;     // follow: give up after this long without a new version
+  double poll_s = 0.5;               // follow: how often the store is listed while waiting
   std::string key_file;              // job keys (dcr keygen): frames sealed with HMAC-SHA-256; empty: unauthenticated
   bool encrypt = false;              // with key_file: frames sealed with AES-256-GCM (payload encrypted)
   std::string fault;                 // test-only: wrong-base@V | corrupt@V | forge@V | unsealed@V

@@ -28,6 +28,7 @@ struct StepRecord {
   double bcast_seconds = 0;
   bool committed = false;
   bool bitexact = false;       // committed and every rollout equals the expected model byte for byte
+  bool published = false;      // --role publish: the version is complete in the store (no rollouts here)
   double encode_s = 0, send_s = 0, forward_s = 0, apply_s = 0, commit_s = 0;  // slowest rank per stage
   // Value packing contexts: --contexts, the frames that took them and those auto kept in the faster
   // coding, and the link rate trainer 0's rule used ("given", "measured" or "unknown": 0).
@@ -35,6 +36,9 @@ struct StepRecord {
   uint64_t context_frames = 0, declined_frames = 0;
   double link_gbps = 0;
   std::string link_source;
+  // --role follow: seconds from the publisher finishing this version (its manifests' time) to this
+  // job committing it; 0 elsewhere.
+  double lag_s = 0;
 };
 
 struct RefitReport {

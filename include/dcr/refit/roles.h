@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "dcr/auth/keyring.h"
@@ -49,6 +50,15 @@ struct Link {
   const ContextRule* contexts = nullptr;  // trainers: whether frames take value packing contexts
 };
 
+// Where a trainer's encoded frames go, in plan order: the root relay, or a store (--role publish).
+using FrameSink = std::function<Status(SharedBytes frame)>;
+
+// Encodes this trainer's planned frames (several encoders working ahead) and delivers each, in
+// plan order, the moment it and those before it are encoded; counts them in *stats.
+Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
+                     Shard* baseline, Shard* current, const FrameFault& fault,
+                     const std::vector<FrameEncoder*>& encoders, StepStats* stats, const FrameSink& deliver);
+
 // Frames are encoded in waves, one frame per encoder (each on its own thread), and sent in plan
 // order as each wave completes. `sent`, when given, keeps every frame sent (for publishing to the
 // spool after the commit).
@@ -56,7 +66,14 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
                     Shard* baseline, Shard* current, const FrameFault& fault,
                     const std::vector<FrameEncoder*>& encoders, StepStats* stats, std::vector<SharedBytes>* sent);
 
-Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats);
+// Frame n of a pass from somewhere other than the relay's parent: a follower job's root relay
+// reads each version's frames from the store (src/refit/follow.cc).
+using FrameFeed = std::function<Status(uint64_t n, Message* out)>;
+
+// Receives the frames of a pass from the relay's parent (or from `feed`), checks each and forwards
+// it to the children whose subtree needs it.
+Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats,
+                  const FrameFeed& feed = nullptr);
 
 // Applies an opened frame (header parsed) to `shard`: its box, or every box of a bundle.
 Status apply_frame(const std::vector<uint8_t>& frame, const FrameHeader& header, uint64_t committed, Shard* shard,

@@ -1,0 +1,267 @@
+// dcr refit --role follow: a job of relays and rollouts only, started and restarted on its own
+// schedule, that applies every version a publisher job (--role publish) puts into the store. The
+// root relay (world rank 0) lists the store and decides the next version for everyone: the next
+// delta of the chain from the committed version, or, when this job has no committed version or
+// is further behind than the store keeps, the newest full snapshot (the deltas after it follow).
+// It reads each version's frames from the store and forwards them down the relay tree as a
+// trainer's would come; rollouts apply and the job commits jointly as in one job, with the same
+// journals, snapshots and serve-dir files. Nothing is applied from a version whose manifests are
+// missing, incomplete or fail their MAC: the spool refuses to list it.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "dcr/core/log.h"
+#include "src/refit/rank_state.h"
+#include "src/refit/store_layout.h"
+
+namespace dcr {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
+}
+
+enum Action : uint64_t { kWait, kDelta, kFull, kDone };
+
+struct Next {
+  uint64_t action = kWait;
+  VersionEntry entry;  // what to apply (root relay only: the others learn base and target)
+  std::string why;     // root relay: why it waits
+};
+
+uint64_t wall_us() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// The version CLOSED names (the publisher's last), or kNoVersion.
+Status closed_at(const FrameSpool& spool, uint64_t* last) {
+  std::vector<uint8_t> bytes;
+  bool found = false;
+  *last = kNoVersion;
+  DCR_TRY(spool.store().get(kClosedKey, &bytes, &found));
+  if (found) *last = std::strtoull(std::string(bytes.begin(), bytes.end()).c_str(), nullptr, 10);
+  return Status::ok();
+}
+
+// Root relay: the next step after `committed` (kNoVersion: nothing yet), as the file comment says.
+Status choose(const FrameSpool& spool, uint64_t committed, bool need_full, Next* next) {
+  *next = Next();
+  uint64_t newest = 0, closed = kNoVersion;
+  bool any = false;
+  DCR_TRY(spool.newest(&newest, &any));
+  DCR_TRY(closed_at(spool, &closed));
+  if (!any) return next->why = "no complete version in the store yet", Status::ok();
+  if (committed != kNoVersion && !need_full && newest <= committed) {
+    if (closed == committed) next->action = kDone;
+    next->why = "the store's newest version is " + std::to_string(newest) + ", which this job holds";
+    return Status::ok();
+  }
+  std::vector<VersionEntry> chain;
+  if (committed != kNoVersion && !need_full && spool.chain(committed, newest, &chain).is_ok()) {
+    next->action = kDelta;
+    next->entry = chain.front();
+    return Status::ok();
+  }
+  // A snapshot, newer than what this job holds when a delta on it was refused.
+  std::vector<VersionEntry> fulls;
+  DCR_TRY(spool.snapshots(&fulls));
+  for (auto it = fulls.rbegin(); it != fulls.rend(); ++it) {
+    const bool newer = committed == kNoVersion || it->target > committed;
+    if (newer && spool.chain(it->target, newest, &chain).is_ok()) {
+      next->action = kFull;
+      next->entry = *it;
+      return Status::ok();
+    }
+  }
+  DCR_REQUIRE(!need_full, Code::aborted,
+              "a version was not committed (see the messages above) and store '" + spool.describe() +
+                  "' has no full snapshot above version " + std::to_string(committed) +
+                  " to take instead; every rank stays on version " + std::to_string(committed));
+  next->why = "no full snapshot in the store starts a chain to its newest version " + std::to_string(newest);
+  return Status::ok();
+}
+
+// Collective: the root relay's choice, for everyone.
+Status agree_on_next(RankState* s, bool need_full, Next* next) {
+  const bool root = s->topology.world_rank == 0;
+  const Status st = root ? choose(*s->spool, s->committed, need_full, next) : Status::ok();
+  DCR_TRY(all_ok(s, st, "reading the store"));
+  next->action = s->control->broadcast(next->action, 0);
+  next->entry.base = s->control->broadcast(next->entry.base, 0);
+  next->entry.target = s->control->broadcast(next->entry.target, 0);
+  next->entry.full = next->action == kFull;
+  return Status::ok();
+}
+
+// Root relay: frame n of the version, read from the store and checked against its manifest.
+struct StoreFeed {
+  const FrameSpool* spool;
+  VersionEntry entry;
+  std::vector<FrameRef> refs;
+  Status ready;
+
+  Status read(uint64_t n, Message* m) const {
+    DCR_TRY(ready);
+    m->peer = -1;
+    return spool->read_frame(entry, refs[n], &m->bytes);
+  }
+};
+
+StoreFeed open_feed(RankState* s, const VersionEntry& entry) {
+  StoreFeed feed{s->spool.get(), entry, {}, Status::ok()};
+  feed.ready = s->spool->frames_of(entry, &feed.refs);
+  const uint64_t expected = s->plan.frames_for_relay(s->topology, 0);
+  if (feed.ready.is_ok() && feed.refs.size() != expected) {
+    feed.ready = Status(Code::corrupt, "version " + std::to_string(entry.target) + " in the store has " +
+                                           std::to_string(feed.refs.size()) + " frames, this job's plan " +
+                                           std::to_string(expected) + " (published for another layout?)");
+  }
+  return feed;
+}
+
+// One version from the store through the tree into the rollouts, committed jointly. Collective.
+StepRecord follow_once(RankState* s, const Next& next) {
+  const bool full = next.action == kFull;
+  const Versions versions = full ? Versions{next.entry.target, next.entry.target} : Versions{s->committed, next.entry.target};
+  StepRecord r;
+  r.version = versions.target;
+  r.base = versions.base;
+  r.kind = full ? "full" : "delta";
+  if (s->journal && s->topology.role == Role::rollout) {
+    (void)s->journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false);
+  }
+  const bool root = s->topology.world_rank == 0;
+  StoreFeed feed;
+  if (root) feed = open_feed(s, next.entry);
+  FrameFeed read = nullptr;
+  if (root) read = [&feed](uint64_t n, Message* m) { return feed.read(n, m); };
+  barrier(s, "the barrier before a version");
+  const auto start = Clock::now();
+  StepStats stats;
+  const bool vote = s->transfer(full ? FrameKind::full : FrameKind::delta, versions, &s->serving, &stats, read).is_ok();
+  const auto commit_start = Clock::now();
+  r.committed = s->commit(vote, versions);
+  r.commit_s = since(commit_start);
+  r.seconds = since(start);
+  const uint64_t published = s->control->broadcast(root ? feed.entry.published_us : 0, 0);
+  const uint64_t now = wall_us();
+  r.lag_s = published > 0 && now > published ? (now - published) / 1e6 : 0;
+  StepStats total;
+  reduce_stats(s, stats, &total);
+  r.frames = total.frames;
+  r.wire_bytes = root ? next.entry.bytes : 0;
+  r.forward_s = total.forward_s;
+  r.apply_s = total.apply_s;
+  return r;
+}
+
+// After a commit: the bits checked against the expected model (--verify), the snapshot and the
+// serve-dir files, as in one job.
+Status after_commit(RankState* s, StepRecord* r) {
+  bool checked = true;
+  if (s->config.verify) {
+    bool exists = false;
+    DCR_TRY(version_exists(s, r->version, s->world, &exists));
+    DCR_REQUIRE(exists, Code::not_found,
+                "--verify: this job has no expected model of version " + std::to_string(r->version) +
+                    " to check against (--checkpoints, or the change model's --steps)");
+    DCR_TRY(seek_everywhere(s, r->version));
+    checked = verified(s, s->serving);
+  }
+  r->bitexact = checked;
+  DCR_REQUIRE(checked, Code::target_mismatch,
+              "version " + std::to_string(r->version) + " committed but a rollout's bits differ from the expected model");
+  if (!s->config.serve_dir.empty()) DCR_TRY(publish_serving(s, r->version));
+  const Status snapshot = write_snapshot(s);
+  if (!snapshot.is_ok()) DCR_LOG(warn, "refit", "%s: snapshot not written: %s", s->topology.describe().c_str(),
+                                 snapshot.to_string().c_str());
+  return Status::ok();
+}
+
+// The committed version from the journals, with every rollout's buffers restored at it from its
+// snapshot; none when a rollout could not (the next version comes as a full snapshot).
+Status resume(RankState* s) {
+  s->committed = kNoVersion;
+  if (!s->journal) return Status::ok();
+  uint64_t version = kNoVersion;
+  int foreign = -1;
+  const Status agreed = agree_on_committed(*s->control, s->journal.get(), s->plan.manifest.hash(), &version, &foreign);
+  DCR_REQUIRE(agreed.is_ok(), Code::invalid_argument,
+              "state directory '" + s->config.state_dir + "' belongs to another model; use a fresh one");
+  if (version == kNoVersion) return Status::ok();
+  const bool restored = all_true(s, s->topology.role != Role::rollout || restore_from_snapshot(s, version));
+  s->committed = restored ? version : kNoVersion;  // a rollout without its state: start again from a snapshot
+  if (s->topology.world_rank == 0) {
+    s->observer.note("dcr refit: follower resumed at committed version " + std::to_string(version) + " from '" +
+                     s->config.state_dir + "'" + (restored ? "" : " (a rollout lacks its snapshot: a full one comes next)"));
+  }
+  return Status::ok();
+}
+
+// Collective: waits for the publisher's LAYOUT and checks this job's against it.
+Status wait_for_layout(RankState* s) {
+  const auto start = Clock::now();
+  for (;;) {
+    Status st = s->topology.world_rank == 0 ? check_layout(*s->spool, store_layout(s->config, s->plan)) : Status::ok();
+    const bool absent = s->control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
+    if (!absent || since(start) > s->config.follow_timeout_s) return all_ok(s, st, "checking the store's layout");
+    std::this_thread::sleep_for(std::chrono::duration<double>(s->config.poll_s));
+  }
+}
+
+}  // namespace
+
+Status run_follow(RankState* s, RefitReport* report) {
+  DCR_TRY(wait_for_layout(s));
+  DCR_TRY(resume(s));
+  bool need_full = false;  // a delta was refused: the next version comes as a newer full snapshot
+  auto waiting_since = Clock::now();
+  for (;;) {
+    DCR_TRY(all_ok(s, s->reload_keys(), "reading the key file"));
+    s->spool->set_keys(s->keys);
+    Next next;
+    DCR_TRY(agree_on_next(s, need_full, &next));
+    if (next.action == kDone) break;
+    if (next.action == kWait) {
+      const bool late = since(waiting_since) > s->config.follow_timeout_s;
+      DCR_REQUIRE(!all_true(s, late), Code::unavailable,
+                  "no new version in store '" + s->spool->describe() + "' for " + seconds(s->config.follow_timeout_s) +
+                      " s (--follow-timeout); this job holds version " +
+                      (s->committed == kNoVersion ? std::string("none") : std::to_string(s->committed)) +
+                      (next.why.empty() ? "" : "; " + next.why));
+      std::this_thread::sleep_for(std::chrono::duration<double>(s->config.poll_s));
+      continue;
+    }
+    StepRecord r = follow_once(s, next);
+    if (!r.committed && !need_full) {  // e.g. a rollout whose state was not the delta's base
+      need_full = true;
+      if (s->topology.world_rank == 0) {
+        s->observer.note("dcr refit: version " + std::to_string(r.version) +
+                         " was not committed; trying a newer full snapshot instead");
+      }
+      continue;
+    }
+    DCR_REQUIRE(r.committed, Code::aborted,
+                "version " + std::to_string(r.version) + " from the store was not committed (see the messages above); "
+                "every rank stays on its committed version");
+    need_full = false;
+    waiting_since = Clock::now();
+    const Status done = after_commit(s, &r);
+    if (s->topology.world_rank == 0) {
+      s->observer.step(r);
+      report->steps.push_back(r);
+    }
+    DCR_TRY(done);
+  }
+  return Status::ok();
+}
+
+}  // namespace dcr
