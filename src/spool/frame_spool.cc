@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <set>
 
 #include "dcr/auth/seal.h"
@@ -346,30 +347,26 @@ Status FrameSpool::prune(size_t keep_last) const {
   return prune_before(complete_targets[complete_targets.size() - std::min(keep_last, complete_targets.size())]);
 }
 
-Status FrameSpool::prune_before(uint64_t oldest_kept) const {
+Status FrameSpool::remove_where(char series, const std::function<bool(uint64_t)>& drop) const {
   std::vector<uint64_t> all;
-  DCR_TRY(targets(kDelta, &all));
+  DCR_TRY(targets(series, &all));
   for (uint64_t target : all)
-    if (target < oldest_kept) DCR_TRY(remove_version(kDelta, target));
+    if (drop(target)) DCR_TRY(remove_version(series, target));
   return Status::ok();
+}
+
+Status FrameSpool::prune_before(uint64_t oldest_kept) const {
+  return remove_where(kDelta, [oldest_kept](uint64_t target) { return target < oldest_kept; });
 }
 
 Status FrameSpool::prune_snapshots_before(uint64_t oldest_kept) const {
-  std::vector<uint64_t> all;
-  DCR_TRY(targets(kFull, &all));
-  for (uint64_t target : all)
-    if (target < oldest_kept) DCR_TRY(remove_version(kFull, target));
-  return Status::ok();
+  return remove_where(kFull, [oldest_kept](uint64_t target) { return target < oldest_kept; });
 }
 
 Status FrameSpool::remove_after(uint64_t newest_kept) const {
-  for (char series : {kDelta, kFull}) {
-    std::vector<uint64_t> all;
-    DCR_TRY(targets(series, &all));
-    for (uint64_t target : all)
-      if (target > newest_kept) DCR_TRY(remove_version(series, target));
-  }
-  return Status::ok();
+  auto above = [newest_kept](uint64_t target) { return target > newest_kept; };
+  DCR_TRY(remove_where(kDelta, above));
+  return remove_where(kFull, above);
 }
 
 }  // namespace dcr

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -147,6 +148,7 @@ class FrameSpool {
   Status all_of(char series, std::vector<VersionEntry>* out) const;
   Status targets(char series, std::vector<uint64_t>* out) const;
   Status remove_version(char series, uint64_t target) const;
+  Status remove_where(char series, const std::function<bool(uint64_t)>& drop) const;  // each target it says
   std::string where(const std::string& key) const { return "'" + store_->describe() + "/" + key + "'"; }
 
   std::shared_ptr<ObjectStore> store_;
