@@ -13,14 +13,13 @@
 #include <thread>
 
 #include "dcr/core/log.h"
+#include "src/core/clock.h"
 #include "src/refit/rank_state.h"
 #include "src/refit/store_layout.h"
 
 namespace dcr {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string seconds(double s) {
   char text[32];
@@ -35,11 +34,6 @@ struct Next {
   VersionEntry entry;  // what to apply (root relay only: the others learn base and target)
   std::string why;     // root relay: why it waits
 };
-
-uint64_t wall_us() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
 
 // The version CLOSED names (the publisher's last), or kNoVersion.
 Status closed_at(const FrameSpool& spool, uint64_t* last) {
@@ -149,17 +143,15 @@ StepRecord follow_once(RankState* s, const Next& next) {
   const bool vote = s->transfer(full ? FrameKind::full : FrameKind::delta, versions, &s->serving, &stats, read).is_ok();
   const auto commit_start = Clock::now();
   r.committed = s->commit(vote, versions);
-  r.commit_s = since(commit_start);
-  r.seconds = since(start);
+  r.commit_s = seconds_since(commit_start);
+  r.seconds = seconds_since(start);
   const uint64_t published = s->control->broadcast(root ? feed.entry.published_us : 0, 0);
-  const uint64_t now = wall_us();
+  const uint64_t now = unix_micros();
   r.lag_s = published > 0 && now > published ? (now - published) / 1e6 : 0;
   StepStats total;
   reduce_stats(s, stats, &total);
-  r.frames = total.frames;
-  r.wire_bytes = root ? next.entry.bytes : 0;
-  r.forward_s = total.forward_s;
-  r.apply_s = total.apply_s;
+  record_totals(total, &r);
+  r.wire_bytes = root ? next.entry.bytes : 0;  // what the root read from the store (no trainer here sent any)
   return r;
 }
 
@@ -192,10 +184,7 @@ Status resume(RankState* s) {
   s->committed = kNoVersion;
   if (!s->journal) return Status::ok();
   uint64_t version = kNoVersion;
-  int foreign = -1;
-  const Status agreed = agree_on_committed(*s->control, s->journal.get(), s->plan.manifest.hash(), &version, &foreign);
-  DCR_REQUIRE(agreed.is_ok(), Code::invalid_argument,
-              "state directory '" + s->config.state_dir + "' belongs to another model; use a fresh one");
+  DCR_TRY(agree_on_version(s, &version));
   if (version == kNoVersion) return Status::ok();
   const bool restored = all_true(s, s->topology.role != Role::rollout || restore_from_snapshot(s, version));
   s->committed = restored ? version : kNoVersion;  // a rollout without its state: start again from a snapshot
@@ -212,7 +201,7 @@ Status wait_for_layout(RankState* s) {
   for (;;) {
     Status st = s->topology.world_rank == 0 ? check_layout(*s->spool, store_layout(s->config, s->plan)) : Status::ok();
     const bool absent = s->control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
-    if (!absent || since(start) > s->config.follow_timeout_s) return all_ok(s, st, "checking the store's layout");
+    if (!absent || seconds_since(start) > s->config.follow_timeout_s) return all_ok(s, st, "checking the store's layout");
     std::this_thread::sleep_for(std::chrono::duration<double>(s->config.poll_s));
   }
 }
@@ -231,7 +220,7 @@ Status run_follow(RankState* s, RefitReport* report) {
     DCR_TRY(agree_on_next(s, need_full, &next));
     if (next.action == kDone) break;
     if (next.action == kWait) {
-      const bool late = since(waiting_since) > s->config.follow_timeout_s;
+      const bool late = seconds_since(waiting_since) > s->config.follow_timeout_s;
       DCR_REQUIRE(!all_true(s, late), Code::unavailable,
                   "no new version in store '" + s->spool->describe() + "' for " + seconds(s->config.follow_timeout_s) +
                       " s (--follow-timeout); this job holds version " +

@@ -6,18 +6,16 @@
 // complete version. Trainer 0 writes LAYOUT first, prunes after each version and writes CLOSED
 // (the last version) when the source has no more.
 #include <algorithm>
-#include <chrono>
 #include <functional>
 
 #include "dcr/core/log.h"
+#include "src/core/clock.h"
 #include "src/refit/rank_state.h"
 #include "src/refit/store_layout.h"
 
 namespace dcr {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // This trainer's frames of `kind` for `versions`, put into the store as they are encoded.
 Status put_frames(RankState* s, FrameKind kind, Versions versions, StepStats* stats) {
@@ -34,7 +32,7 @@ Status put_frames(RankState* s, FrameKind kind, Versions versions, StepStats* st
                         encoders, stats, put));
   const auto start = Clock::now();
   DCR_TRY(publisher.finish());
-  stats->send_s += since(start);
+  stats->send_s += seconds_since(start);
   s->context_rule.observe_sends(stats->wire_bytes, stats->send_s);  // the store is the link
   return Status::ok();
 }
@@ -84,16 +82,6 @@ Status prune_store(RankState* s, uint64_t newest) {
   return s->spool->prune_snapshots_before(full);
 }
 
-void fill(const StepStats& total, StepRecord* r) {
-  r->frames = r->trainer_frames = total.frames;
-  r->wire_bytes = total.wire_bytes;
-  r->change_rate = total.elements ? double(total.changed) / total.elements : 0;
-  r->encode_s = total.encode_s;
-  r->send_s = total.send_s;
-  r->context_frames = total.context_frames;
-  r->declined_frames = total.declined_frames;
-}
-
 // One version into the store: the delta from the last one (none for the first), then the full
 // snapshot where one is due. Collective.
 StepRecord publish_once(RankState* s, uint64_t target) {
@@ -114,11 +102,11 @@ StepRecord publish_once(RankState* s, uint64_t target) {
   if (st.is_ok() && snapshot) st = put_frames(s, FrameKind::full, {target, target}, &full);
   if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
   r.committed = r.published = all_true(s, st.is_ok());
-  r.seconds = since(start);
+  r.seconds = seconds_since(start);
   StepStats delta_total, full_total;
   reduce_stats(s, delta, &delta_total);
   reduce_stats(s, full, &full_total);
-  fill(first ? full_total : delta_total, &r);
+  record_totals(first ? full_total : delta_total, &r);
   r.full_bytes = full_total.wire_bytes;
   if (r.committed) {
     s->baseline.copy_from(s->current);

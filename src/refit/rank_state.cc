@@ -22,9 +22,10 @@ Status load_pool(const RefitConfig& config, RealWeights* pool) {
   return load_tfjs_weights(model_json, pool);
 }
 
-// The plan's manifest (and config.json) from the starting checkpoint, and its bits for the change
-// model: a safetensors or HDF5 file, or an HF checkpoint directory.
-Status load_initial(const RefitConfig& config, MPI_Comm world, RefitPlan* plan, CanonicalBits* initial) {
+// The plan's manifest (and config.json) from the starting checkpoint, and, with `want_bits` (this
+// rank builds the change model from them), its bits: a safetensors or HDF5 file (read whole), or an
+// HF checkpoint directory (its tensors read only with want_bits).
+Status load_initial(const RefitConfig& config, MPI_Comm world, bool want_bits, RefitPlan* plan, CanonicalBits* initial) {
   std::string dir = config.init_checkpoint;
   if (config.from_checkpoints()) DCR_TRY(first_checkpoint(config, world, &dir));
   if (dir.empty()) return Status::ok();
@@ -33,8 +34,7 @@ Status load_initial(const RefitConfig& config, MPI_Comm world, RefitPlan* plan, 
   DCR_TRY(HfCheckpoint::open(dir, &c));
   plan->manifest = c->manifest();
   plan->model_config = c->config();
-  // A follower that does not verify needs only the manifest and config.json of its base model.
-  if (config.from_checkpoints() || (config.role == "follow" && !config.verify)) return Status::ok();
+  if (config.from_checkpoints() || !want_bits) return Status::ok();
   for (uint32_t id = 0; id < plan->manifest.tensors.size(); ++id) {
     const uint8_t* bytes = c->tensor(id);
     initial->emplace_back(bytes, bytes + plan->manifest.tensors[id].nbytes());
@@ -61,7 +61,7 @@ Status make_source(const RefitConfig& config, const RefitPlan& plan, const Canon
 // ranks only (a missing weights package, a file one node cannot read).
 Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   CanonicalBits initial;
-  DCR_TRY(load_initial(config, world, &s->plan, &initial));
+  DCR_TRY(load_initial(config, world, s->has_model(), &s->plan, &initial));
   DCR_TRY(make_plan(config, s->topology, &s->plan));
   DCR_TRY(parse_frame_fault(config.fault, &s->frame_fault));
   DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
@@ -180,6 +180,19 @@ void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
   for (MPI_Request& r : requests) wait_or_abort(&r, s->collective_timeout_s, "the step statistics", s->world);
   *total = StepStats{sums[0],   sums[1],   sums[2],   sums[3],   maxima[0], maxima[1], maxima[2],
                      maxima[3], maxima[4], sums[4],   sums[5],   sums[6]};
+}
+
+void record_totals(const StepStats& total, StepRecord* r) {
+  r->frames = total.frames;
+  r->trainer_frames = total.sent;
+  r->wire_bytes = total.wire_bytes;
+  r->change_rate = total.elements ? double(total.changed) / total.elements : 0;
+  r->encode_s = total.encode_s;
+  r->send_s = total.send_s;
+  r->forward_s = total.forward_s;
+  r->apply_s = total.apply_s;
+  r->context_frames = total.context_frames;
+  r->declined_frames = total.declined_frames;
 }
 
 bool verified(RankState* s, const Shard& shard) {

@@ -73,6 +73,8 @@ Status seek_everywhere(RankState* s, uint64_t version);
 // forward, rollouts apply into `serving`. Returns this rank's vote.
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats);
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total);
+// A step's reduced statistics into its record (frames, bytes, change rate, stage times, contexts).
+void record_totals(const StepStats& total, StepRecord* r);
 // Whether every rollout's shard equals the model's current bits (true where nobody verifies).
 bool verified(RankState* s, const Shard& shard);
 
@@ -88,6 +90,9 @@ Status run_follow(RankState* s, RefitReport* report);
 // Trainers: publish the frames of the version just committed to the spool.
 Status publish_to_spool(RankState* s, Versions versions);
 
+// Collective: the job's committed version from every rank's journal (kNoVersion: none), the highest
+// any journal proves; invalid_argument naming the rank whose journal is of another model.
+Status agree_on_version(RankState* s, uint64_t* version);
 // Rollouts: the serving buffers at `version` from this rollout's snapshot when the journal says it
 // holds `version`, or an older snapshot plus the deltas published in the spool since (at most
 // --catchup-max of them); false (with a warning) when neither works.

@@ -15,18 +15,6 @@ namespace {
 
 constexpr uint64_t kNone = kNoVersion;
 
-// Every rank's journal is evidence: the highest version any of them proves committed is the job's
-// (a damaged root journal does not send the job back to an older version). Foreign journals are
-// refused.
-Status agree_on_version(RankState* s, uint64_t* version) {
-  int foreign = -1;
-  const Status st = agree_on_committed(*s->control, s->journal.get(), s->plan.manifest.hash(), version, &foreign);
-  DCR_REQUIRE(st.is_ok(), Code::invalid_argument,
-              "state directory '" + s->config.state_dir + "' belongs to another model (the journal of " +
-                  s->topology.describe_rank(foreign) + "); use a fresh one");
-  return Status::ok();
-}
-
 // A rank whose journal lags the agreed version (its record was damaged or never written) records
 // it now that its state is rebuilt at that version, so every journal agrees again.
 Status record_resumed(RankState* s, uint64_t version) {
@@ -57,6 +45,18 @@ Status catch_up(RankState* s, uint64_t from, uint64_t to) {
 }
 
 }  // namespace
+
+// Every rank's journal is evidence: the highest version any of them proves committed is the job's
+// (a damaged root journal does not send the job back to an older version). Foreign journals are
+// refused.
+Status agree_on_version(RankState* s, uint64_t* version) {
+  int foreign = -1;
+  const Status st = agree_on_committed(*s->control, s->journal.get(), s->plan.manifest.hash(), version, &foreign);
+  DCR_REQUIRE(st.is_ok(), Code::invalid_argument,
+              "state directory '" + s->config.state_dir + "' belongs to another model (the journal of " +
+                  s->topology.describe_rank(foreign) + "); use a fresh one");
+  return Status::ok();
+}
 
 bool restore_from_snapshot(RankState* s, uint64_t version) {
   uint64_t snapshot = kNone;

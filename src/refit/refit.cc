@@ -1,17 +1,15 @@
 #include "dcr/refit/refit.h"
 
-#include <chrono>
 #include <cstdio>
 
 #include "dcr/core/log.h"
+#include "src/core/clock.h"
 #include "src/refit/rank_state.h"
 
 namespace dcr {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double time_bcast(RankState* s) {
   barrier(s, "the barrier before the MPI_Bcast comparison");
@@ -31,7 +29,7 @@ double time_bcast(RankState* s) {
     }
   }
   barrier(s, "the barrier after the MPI_Bcast comparison");
-  return since(start);
+  return seconds_since(start);
 }
 
 // The full refit of the current version into the rollouts' second copy, for comparison.
@@ -40,7 +38,7 @@ double time_full(RankState* s, uint64_t version, uint64_t* full_bytes, bool* ok)
   const auto start = Clock::now();
   StepStats stats;
   *ok = all_true(s, transfer(s, FrameKind::full, {version, version}, &s->full_serving, &stats));
-  const double seconds = since(start);
+  const double seconds = seconds_since(start);
   StepStats total;
   reduce_stats(s, stats, &total);
   *full_bytes = total.wire_bytes;
@@ -82,20 +80,11 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   const bool vote = transfer(s, kind, versions, &s->serving, &stats);
   const auto commit_start = Clock::now();
   r.committed = s->commit(vote, versions);
-  r.commit_s = since(commit_start);
-  r.seconds = since(start);
+  r.commit_s = seconds_since(commit_start);
+  r.seconds = seconds_since(start);
   StepStats total;
   reduce_stats(s, stats, &total);
-  r.frames = total.frames;
-  r.trainer_frames = total.sent;
-  r.wire_bytes = total.wire_bytes;
-  r.change_rate = total.elements ? double(total.changed) / total.elements : 0;
-  r.encode_s = total.encode_s;
-  r.send_s = total.send_s;
-  r.forward_s = total.forward_s;
-  r.apply_s = total.apply_s;
-  r.context_frames = total.context_frames;
-  r.declined_frames = total.declined_frames;
+  record_totals(total, &r);
   if (kind == FrameKind::delta) s->context_rule.observe_apply(total.apply_s, total.changed, s->topology.trainers);
   r.bitexact = r.committed && verified(s, s->serving);
   return r;

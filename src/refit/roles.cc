@@ -7,14 +7,13 @@
 #include "dcr/auth/seal.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/ordered_pool.h"
+#include "src/core/clock.h"
 #include "src/refit/context_rule.h"
 
 namespace dcr {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Flips one payload bit of a frame (a wire corruption the receiver must catch).
 void corrupt(std::vector<uint8_t>* frame) {
@@ -46,7 +45,7 @@ Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
   const auto start = Clock::now();
   while (transport->sends_in_flight() >= window) {
     DCR_TRY(transport->progress());
-    DCR_REQUIRE(since(start) < timeout_s, Code::unavailable,
+    DCR_REQUIRE(seconds_since(start) < timeout_s, Code::unavailable,
                 "sends to the relay made no progress for " + std::to_string(timeout_s) + " s");
   }
   return Status::ok();
@@ -137,7 +136,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
   DCR_TRY(encode_frames(plan, link, trainer, kind, versions, baseline, current, fault, encoders, stats, deliver));
   const auto start = Clock::now();
   DCR_TRY(link.transport->wait_sends(link.timeout_s).with_context(to_root));
-  stats->send_s += since(start);
+  stats->send_s += seconds_since(start);
   return Status::ok();
 }
 
@@ -188,7 +187,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
                               std::to_string(expected) + " from the store");
     }
     if (!got.is_ok()) return got.with_context(waiting_for(t, n, expected, sender));
-    stats->wait_s += since(start);
+    stats->wait_s += seconds_since(start);
     start = Clock::now();
     if (message.bytes.empty()) {
       abort_pass(link, relay, parent, 0);
@@ -214,11 +213,11 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
       DCR_TRY(link.transport->send(child, link.channel, shared));
     }
     stats->frames += 1;
-    stats->forward_s += since(start);
+    stats->forward_s += seconds_since(start);
   }
   const auto start = Clock::now();
   DCR_TRY(link.transport->wait_sends(link.timeout_s));
-  stats->forward_s += since(start);
+  stats->forward_s += seconds_since(start);
   return Status::ok();
 }
 
@@ -250,7 +249,7 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);
     if (!got.is_ok()) return got.with_context(waiting_for(t, n, expected, t.describe_rank(parent)));
     if (message.bytes.empty()) return upstream_aborted(t, message);
-    stats->wait_s += since(start);
+    stats->wait_s += seconds_since(start);
     start = Clock::now();
     FrameHeader header;
     Status s = link.keys ? open_frame(*link.keys, &message.bytes) : Status::ok();
@@ -260,7 +259,7 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     if (s.is_ok()) s = apply_frame(message.bytes, header, committed, shard, decoder, &outcome);
     if (!s.is_ok() && first_error.is_ok()) first_error = s;
     stats->frames += 1;
-    stats->apply_s += since(start);
+    stats->apply_s += seconds_since(start);
   }
   return first_error;
 }

@@ -16,6 +16,12 @@ uint64_t plan_hash(const RefitPlan& plan) {
   return hash64(words.data(), words.size() * sizeof(uint64_t));
 }
 
+std::string hex16(uint64_t value) {
+  char text[20];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
 // "rollout_tp: store 2, this job 1; plan: ..." for every field that differs.
 std::string differences(const nlohmann::json& store, const nlohmann::json& mine) {
   std::string text;
@@ -42,12 +48,8 @@ Status read_layout(const FrameSpool& spool, nlohmann::json* out, bool* found) {
 nlohmann::json store_layout(const RefitConfig& c, const RefitPlan& plan) {
   uint64_t frames = 0;
   for (const auto& per_trainer : plan.frames) frames += per_trainer.size();
-  char hash[20];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(plan_hash(plan)));
-  char model[20];
-  std::snprintf(model, sizeof model, "%016llx", static_cast<unsigned long long>(plan.manifest.hash()));
   return {{"format", "dcr-store-layout 1"},
-          {"model", model},
+          {"model", hex16(plan.manifest.hash())},
           {"trainers", c.trainers},
           {"train_tp", c.train_tp},
           {"train_ep", c.train_ep},
@@ -58,7 +60,7 @@ nlohmann::json store_layout(const RefitConfig& c, const RefitPlan& plan) {
           {"frame_elements", c.frame_elements},
           {"bundle_below", c.bundle_below},
           {"frames", frames},
-          {"plan", hash}};
+          {"plan", hex16(plan_hash(plan))}};
 }
 
 Status put_layout(const FrameSpool& spool, const nlohmann::json& mine) {

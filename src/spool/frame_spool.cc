@@ -1,13 +1,13 @@
 #include "dcr/spool/frame_spool.h"
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <set>
 
 #include "dcr/auth/seal.h"
 #include "dcr/codec/frame.h"
 #include "dcr/core/hash.h"
+#include "src/core/clock.h"
 #include "src/core/files.h"
 #include "src/spool/manifest.h"
 
@@ -30,11 +30,6 @@ std::string frame_name(uint32_t writer, size_t index) {
 bool is_manifest(const std::string& key) {
   const std::string suffix = "MANIFEST";
   return key.size() >= suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-uint64_t now_us() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 std::string describe_version(bool full, uint64_t target) {
@@ -71,7 +66,7 @@ Status FramePublisher::finish() {
   m.writer = writer_;
   m.writers = writers_;
   m.full = full_;
-  m.published_us = now_us();
+  m.published_us = unix_micros();
   for (const FrameRef& f : files_) m.frames.push_back(spool::ManifestEntry{f.key.substr(prefix_.size()), f.bytes, f.hash});
   const std::shared_ptr<const Keyring> keys = keys_;
   const std::string text = keys ? spool::format_manifest(m, [&keys](const std::string& body, uint32_t* id) {
