@@ -14,6 +14,7 @@ packages=(
   libcurl4-openssl-dev                # libcurl with SigV4: the S3 object store (src/store)
   ceph-mon ceph-osd radosgw           # a real S3 server for the store tests (scripts/s3_server.sh):
   ceph-common                         #   Ceph 16 radosgw on one mon and one memstore OSD (67 MB, 265 MB installed)
+  curl                                # the S3 server's readiness check and the store tests' object edits
   libboost-program-options-dev        # command line and INI configs
   libgtest-dev                        # GoogleTest
   nlohmann-json3-dev                  # JSON records and tfjs manifests
