@@ -20,7 +20,6 @@
 namespace dcr {
 namespace {
 
-
 std::string seconds(double s) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", s);

@@ -16,7 +16,6 @@
 namespace dcr {
 namespace {
 
-
 // This trainer's frames of `kind` for `versions`, put into the store as they are encoded.
 Status put_frames(RankState* s, FrameKind kind, Versions versions, StepStats* stats) {
   const uint32_t writer = static_cast<uint32_t>(s->topology.index);

@@ -10,7 +10,6 @@ namespace dcr {
 
 namespace {
 
-
 double time_bcast(RankState* s) {
   barrier(s, "the barrier before the MPI_Bcast comparison");
   const auto start = Clock::now();

@@ -14,7 +14,6 @@ namespace dcr {
 
 namespace {
 
-
 // Flips one payload bit of a frame (a wire corruption the receiver must catch).
 void corrupt(std::vector<uint8_t>* frame) {
   if (frame->size() > kFrameHeaderBytes) (*frame)[kFrameHeaderBytes] ^= 0x10;
