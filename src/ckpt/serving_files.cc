@@ -26,17 +26,21 @@ Status write_serving_version(const std::string& dir, uint64_t version, uint64_t 
 }
 
 Status export_serving_shards(const std::string& checkpoint, const std::string& dir, int tp, int ep,
-                             const std::string& family) {
+                             const std::string& family, ServeQuant quant) {
   std::unique_ptr<HfCheckpoint> c;
   DCR_TRY(HfCheckpoint::open(checkpoint, &c));
   ModelRules rules;
   DCR_TRY(rules_for_model(family, c->config(), c->manifest(), &rules));
-  const ServingLayout layout{tp, true, ep, &rules};
+  ServedModel served;
+  DCR_TRY(serve_model(c->manifest(), rules, quant, &served));
+  const ServingLayout layout{tp, true, ep, &served.rules};
+  const BoxBytes bits = served_bytes(c->manifest(), served.manifest, served.tensors,
+                                     [&c](uint32_t id) { return c->tensor(id); });
   for (int r = 0; r < tp; ++r) {
     Holdings h;
-    DCR_TRY(serving_holdings(c->manifest(), layout, r, &h).with_context("serving rank " + std::to_string(r)));
-    Shard shard(c->manifest(), std::move(h));
-    shard.load([&c](uint32_t id) { return c->tensor(id); });
+    DCR_TRY(serving_holdings(served.manifest, layout, r, &h).with_context("serving rank " + std::to_string(r)));
+    Shard shard(served.manifest, std::move(h));
+    DCR_TRY(shard.load(bits).with_context("checkpoint '" + checkpoint + "'"));
     DCR_TRY(write_serving_shard(dir, r, shard));
   }
   return Status::ok();

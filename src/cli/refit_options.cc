@@ -55,6 +55,10 @@ Status parse_refit_config(int argc, char** argv, RefitConfig* c, bool* exit_now)
       ("train-ep", po::value(&c->train_ep)->default_value(c->train_ep),
        "expert-parallel degree of the training layout (divides --trainers)")
       ("fuse", switch_value(&c->fuse), "fused qkv and gate_up serving buffers")
+      ("serve-quant", po::value(&c->serve_quant)->default_value(c->serve_quant),
+       "what rollouts serve: none (the checkpoint's dtypes) or fp8-block (linear weights as float8 e4m3 with one "
+       "fp32 weight_scale_inv per 128 x 128 block, as vLLM loads block-FP8 checkpoints; trainers quantize the "
+       "blocks they hold and send deltas of the bytes and scales)")
       ("transport", po::value(&c->transport)->default_value(c->transport), "data plane: ucx or mpi")
       ("steps", po::value(&c->steps)->default_value(c->steps), "delta refits after the first full sync")
       ("rates", po::value(&rates)->default_value(rates), "changed percent per step, comma separated, cycled")

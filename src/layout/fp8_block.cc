@@ -55,27 +55,39 @@ float e4m3_to_f32(uint8_t bits) {
 
 float fp8_block_scale(float amax) { return amax == 0.0f ? 1.0f : amax / kE4m3Max; }
 
+Status fp8_block_scale_at(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t c0, float* scale) {
+  const uint64_t r1 = std::min(rows, r0 + kFp8Block), c1 = std::min(cols, c0 + kFp8Block);
+  uint16_t largest = 0;  // bf16 magnitudes order as their bits do; 0x7F80 and above: infinity or NaN
+  for (uint64_t r = r0; r < r1; ++r) {
+    for (uint64_t c = c0; c < c1; ++c) largest = std::max<uint16_t>(largest, bf16[r * cols + c] & 0x7FFF);
+  }
+  if (largest < 0x7F80) return *scale = fp8_block_scale(bf16_to_f32(largest)), Status::ok();
+  uint64_t r = r0, c = c0;
+  while ((bf16[r * cols + c] & 0x7FFF) < 0x7F80) {
+    if (++c == c1) c = c0, ++r;
+  }
+  return Status(Code::invalid_argument, "block FP8: the block at row " + std::to_string(r0) + ", column " +
+                                            std::to_string(c0) + " holds a non-finite value (element [" + std::to_string(r) +
+                                            ", " + std::to_string(c) + "]); it has no scale");
+}
+
+void fp8_quantize_block(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t c0, float scale,
+                        uint8_t* dst, uint64_t pitch) {
+  const uint64_t r1 = std::min(rows, r0 + kFp8Block), c1 = std::min(cols, c0 + kFp8Block);
+  for (uint64_t r = r0; r < r1; ++r) {
+    uint8_t* out = dst + (r - r0) * pitch - c0;
+    for (uint64_t c = c0; c < c1; ++c) out[c] = f32_to_e4m3_sat(bf16_to_f32(bf16[r * cols + c]) / scale);
+  }
+}
+
 Status quantize_fp8_block(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint8_t* e4m3, float* scales) {
   const uint64_t block_cols = (cols + kFp8Block - 1) / kFp8Block;
   for (uint64_t r0 = 0; r0 < rows; r0 += kFp8Block) {
     for (uint64_t c0 = 0; c0 < cols; c0 += kFp8Block) {
-      const uint64_t r1 = std::min(rows, r0 + kFp8Block), c1 = std::min(cols, c0 + kFp8Block);
-      float amax = 0.0f;
-      for (uint64_t r = r0; r < r1; ++r) {
-        for (uint64_t c = c0; c < c1; ++c) {
-          const float x = bf16_to_f32(bf16[r * cols + c]);
-          DCR_REQUIRE(std::isfinite(x), Code::invalid_argument,
-                      "block FP8: the block at row " + std::to_string(r0) + ", column " + std::to_string(c0) +
-                          " holds a non-finite value (element [" + std::to_string(r) + ", " + std::to_string(c) +
-                          "]); it has no scale");
-          amax = std::max(amax, std::fabs(x));
-        }
-      }
-      const float scale = fp8_block_scale(amax);
+      float scale = 0;
+      DCR_TRY(fp8_block_scale_at(bf16, rows, cols, r0, c0, &scale));
       scales[(r0 / kFp8Block) * block_cols + c0 / kFp8Block] = scale;
-      for (uint64_t r = r0; r < r1; ++r) {
-        for (uint64_t c = c0; c < c1; ++c) e4m3[r * cols + c] = f32_to_e4m3_sat(bf16_to_f32(bf16[r * cols + c]) / scale);
-      }
+      fp8_quantize_block(bf16, rows, cols, r0, c0, scale, e4m3 + r0 * cols + c0, cols);
     }
   }
   return Status::ok();

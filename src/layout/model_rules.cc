@@ -73,6 +73,11 @@ Status parse_rule(const json& r, FamilyRule* rule) {
   DCR_TRY(optional_field(r, "members", &rule->members));
   DCR_TRY(optional_field(r, "expert", &rule->expert));
   DCR_TRY(optional_field(r, "dropped_if_tied", &rule->dropped_if_tied));
+  if (r.contains("quantize")) {
+    bool quantize = false;
+    DCR_TRY(optional_field(r, "quantize", &quantize));
+    rule->quantize = quantize ? 1 : 0;
+  }
   try {
     rule->regex = std::regex(rule->pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
@@ -121,6 +126,7 @@ Status apply_rule(const FamilyRule& rule, const std::smatch& m, const ModelDims&
   out->kind = rule.kind;
   out->serve = expand(m, rule.serve);
   out->dropped = rule.dropped_if_tied && dims.tied;
+  out->quantize = rule.quantize;
   if (!rule.member.empty()) {
     const std::string member = expand(m, rule.member);
     const auto it = std::find(rule.members.begin(), rule.members.end(), member);

@@ -1,5 +1,6 @@
 #include "dcr/layout/shard.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dcr {
@@ -59,42 +60,49 @@ Status Shard::region(const Box& box, Region* out) {
   return Status::ok();
 }
 
-namespace {
-// Calls fn(local row pointer, canonical row pointer, row bytes) for every row of every piece.
-template <typename Fn>
-void for_each_row(const Manifest& manifest, const Holdings& holdings, const std::vector<unsigned>& widths,
-                  const std::vector<uint8_t*>& buffers, const TensorBytes& canonical, Fn fn) {
-  for (const LocalPiece& p : holdings.pieces) {
-    const unsigned w = widths[p.buffer];
-    const uint64_t cols = tensor_cols(manifest.tensors[p.box.tensor]);
-    for (uint64_t r = 0; r < p.box.rows; ++r) {
-      const uint8_t* local = buffers[p.buffer] + (p.offset + r * p.pitch) * w;
-      const uint8_t* canon = canonical(p.box.tensor) + ((p.box.row0 + r) * cols + p.box.col0) * w;
-      if (!fn(const_cast<uint8_t*>(local), canon, p.box.cols * w, p, r)) return;
+BoxBytes rows_of(const Manifest& manifest, const TensorBytes& canonical) {
+  return [&manifest, canonical](const Box& box, uint8_t* dst, uint64_t pitch) {
+    const size_t w = manifest.tensors[box.tensor].width();
+    const uint64_t cols = tensor_cols(manifest.tensors[box.tensor]);
+    const uint8_t* src = canonical(box.tensor) + (box.row0 * cols + box.col0) * w;
+    for (uint64_t r = 0; r < box.rows; ++r) std::memcpy(dst + r * pitch * w, src + r * cols * w, box.cols * w);
+    return Status::ok();
+  };
+}
+
+Status Shard::load(const BoxBytes& canonical) {
+  for (const LocalPiece& p : holdings_.pieces) {
+    DCR_TRY(canonical(p.box, data_[p.buffer] + p.offset * widths_[p.buffer], p.pitch));
+  }
+  return Status::ok();
+}
+
+Status Shard::matches(const BoxBytes& canonical, bool* same, std::string* difference) const {
+  // A band of rows at a time, whole 128-row blocks (a quantized box must lie on whole blocks).
+  constexpr uint64_t kBandBytes = 4u << 20, kBlockRows = 128;
+  std::vector<uint8_t> expected;
+  *same = true;
+  for (const LocalPiece& p : holdings_.pieces) {
+    const unsigned w = widths_[p.buffer];
+    const uint64_t row_bytes = p.box.cols * w;
+    const uint64_t band = std::max<uint64_t>(kBlockRows, kBandBytes / row_bytes / kBlockRows * kBlockRows);
+    for (uint64_t r0 = 0; r0 < p.box.rows; r0 += band) {
+      Box part = p.box;
+      part.row0 += r0;
+      part.rows = std::min(band, p.box.rows - r0);
+      expected.resize(part.rows * row_bytes);
+      DCR_TRY(canonical(part, expected.data(), part.cols));
+      for (uint64_t r = 0; r < part.rows; ++r) {
+        const uint8_t* local = data_[p.buffer] + (p.offset + (r0 + r) * p.pitch) * w;
+        if (std::memcmp(local, expected.data() + r * row_bytes, row_bytes) == 0) continue;
+        *same = false;
+        *difference = "buffer '" + holdings_.buffer_names[p.buffer] + "' differs from " + p.box.describe() +
+                      " in its row " + std::to_string(part.row0 + r);
+        return Status::ok();
+      }
     }
   }
-}
-}  // namespace
-
-void Shard::load(const TensorBytes& canonical) {
-  for_each_row(*manifest_, holdings_, widths_, data_, canonical,
-               [](uint8_t* local, const uint8_t* canon, size_t bytes, const LocalPiece&, uint64_t) {
-                 std::memcpy(local, canon, bytes);
-                 return true;
-               });
-}
-
-bool Shard::matches(const TensorBytes& canonical, std::string* difference) const {
-  bool same = true;
-  for_each_row(*manifest_, holdings_, widths_, data_, canonical,
-               [&](uint8_t* local, const uint8_t* canon, size_t bytes, const LocalPiece& p, uint64_t r) {
-                 if (std::memcmp(local, canon, bytes) == 0) return true;
-                 same = false;
-                 *difference = "buffer '" + holdings_.buffer_names[p.buffer] + "' differs from " + p.box.describe() +
-                               " in its row " + std::to_string(p.box.row0 + r);
-                 return false;
-               });
-  return same;
+  return Status::ok();
 }
 
 Manifest Shard::buffer_manifest() const {

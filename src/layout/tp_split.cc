@@ -43,6 +43,68 @@ Status head_band(const Manifest& m, const ModelRules& rules, uint32_t id, int tp
   return Status::ok();
 }
 
+// A block-quantized tensor's part from its weight's part *part, which must fall on whole blocks:
+// the weight's own part as it is, or a scale grid's that part in block units.
+Status on_blocks(const Manifest& m, const ModelRules& rules, uint32_t id, const std::string& who, Box* part) {
+  const TensorRule& rule = rules.tensors[id];
+  const uint64_t n = rule.block;
+  const TensorDesc& w = m.tensors[part->tensor];
+  const uint64_t rows = tensor_rows(w), cols = tensor_cols(w);
+  const bool whole = part->row0 % n == 0 && part->col0 % n == 0 && (part->rows % n == 0 || part->row0 + part->rows == rows) &&
+                     (part->cols % n == 0 || part->col0 + part->cols == cols);
+  DCR_REQUIRE(whole || part->empty(), Code::invalid_argument,
+              who + "'s part of " + name_of(m, part->tensor) + " (rows [" + std::to_string(part->row0) + ", " +
+                  std::to_string(part->row0 + part->rows) + "), columns [" + std::to_string(part->col0) + ", " +
+                  std::to_string(part->col0 + part->cols) + ")) cuts its " + std::to_string(n) + " x " +
+                  std::to_string(n) + " blocks, so no rank could quantize them alone (vLLM refuses such a serving split too): "
+                  "with block-quantized serving (--serve-quant fp8-block) every tensor-parallel band must be a multiple of " +
+                  std::to_string(n) + " rows and columns");
+  if (rule.scales_of < 0) return Status::ok();
+  *part = Box{id, part->row0 / n, (part->rows + n - 1) / n, part->col0 / n, (part->cols + n - 1) / n};
+  return Status::ok();
+}
+
+// The tensor a part is computed on: the weight of a scale grid, else the tensor itself.
+uint32_t part_tensor(const ModelRules& rules, uint32_t id) {
+  const int64_t weight = rules.tensors[id].scales_of;
+  return weight >= 0 ? static_cast<uint32_t>(weight) : id;
+}
+
+Status training_part_by_kind(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank,
+                             Box* out) {
+  const TensorRule& rule = rules.tensors[id];
+  if (tp > 1) DCR_TRY(check_matched(manifest, rules, id));
+  switch (rule.kind) {
+    case SplitKind::replicated:
+      *out = whole_tensor(id, manifest.tensors[id]);
+      return Status::ok();
+    case SplitKind::vocab: {
+      uint64_t band_rows = 0;
+      return vocab_band(manifest, rules, id, tp, tp_rank, out, &band_rows);
+    }
+    case SplitKind::row:
+    case SplitKind::expert_row:
+      return equal_band(manifest, id, false, tp, tp_rank, out);
+    default:
+      return equal_band(manifest, id, true, tp, tp_rank, out);
+  }
+}
+
+Status serving_part_by_kind(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank,
+                            int moe_tp, int moe_rank, Box* out) {
+  if (tp > 1) DCR_TRY(check_matched(manifest, rules, id));
+  switch (rules.tensors[id].kind) {
+    case SplitKind::qkv:
+      return head_band(manifest, rules, id, tp, tp_rank, out);
+    case SplitKind::expert_column:
+      return equal_band(manifest, id, true, moe_tp, moe_rank, out);
+    case SplitKind::expert_row:
+      return equal_band(manifest, id, false, moe_tp, moe_rank, out);
+    default:
+      return training_part_by_kind(manifest, rules, id, tp, tp_rank, out);
+  }
+}
+
 }  // namespace
 
 void expert_range(int64_t experts, int ep, int g, int64_t* first, int64_t* count) {
@@ -93,37 +155,16 @@ Status vocab_band(const Manifest& manifest, const ModelRules& rules, uint32_t id
 }
 
 Status training_part(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, Box* out) {
-  const TensorRule& rule = rules.tensors[id];
-  if (tp > 1) DCR_TRY(check_matched(manifest, rules, id));
-  switch (rule.kind) {
-    case SplitKind::replicated:
-      *out = whole_tensor(id, manifest.tensors[id]);
-      return Status::ok();
-    case SplitKind::vocab: {
-      uint64_t band_rows = 0;
-      return vocab_band(manifest, rules, id, tp, tp_rank, out, &band_rows);
-    }
-    case SplitKind::row:
-    case SplitKind::expert_row:
-      return equal_band(manifest, id, false, tp, tp_rank, out);
-    default:
-      return equal_band(manifest, id, true, tp, tp_rank, out);
-  }
+  DCR_TRY(training_part_by_kind(manifest, rules, part_tensor(rules, id), tp, tp_rank, out));
+  if (rules.tensors[id].block == 0) return Status::ok();
+  return on_blocks(manifest, rules, id, "training tp rank " + std::to_string(tp_rank), out);
 }
 
 Status serving_part(const Manifest& manifest, const ModelRules& rules, uint32_t id, int tp, int tp_rank, int moe_tp,
                     int moe_rank, Box* out) {
-  if (tp > 1) DCR_TRY(check_matched(manifest, rules, id));
-  switch (rules.tensors[id].kind) {
-    case SplitKind::qkv:
-      return head_band(manifest, rules, id, tp, tp_rank, out);
-    case SplitKind::expert_column:
-      return equal_band(manifest, id, true, moe_tp, moe_rank, out);
-    case SplitKind::expert_row:
-      return equal_band(manifest, id, false, moe_tp, moe_rank, out);
-    default:
-      return training_part(manifest, rules, id, tp, tp_rank, out);
-  }
+  DCR_TRY(serving_part_by_kind(manifest, rules, part_tensor(rules, id), tp, tp_rank, moe_tp, moe_rank, out));
+  if (rules.tensors[id].block == 0) return Status::ok();
+  return on_blocks(manifest, rules, id, "serving tp rank " + std::to_string(tp_rank), out);
 }
 
 }  // namespace dcr

@@ -91,6 +91,16 @@ void add_flat_range(const Box& part, uint64_t begin, uint64_t end, uint64_t base
   if (at < end) add(at, 1, end - at);
 }
 
+// Appends the piece holding rows [begin, end) of `part` (whole rows, in units of `unit` rows:
+// block rows of a block-quantized weight, or single rows of its scale grid); row r sits at buffer
+// offset (r - base) * part.cols.
+void add_row_band(const Box& part, uint64_t begin, uint64_t end, uint64_t base, uint32_t buffer,
+                  std::vector<LocalPiece>* pieces) {
+  if (begin >= end) return;
+  const Box box{part.tensor, part.row0 + begin, end - begin, part.col0, part.cols};
+  pieces->push_back(LocalPiece{box, buffer, (begin - base) * part.cols, part.cols});
+}
+
 }  // namespace
 
 Status training_holdings(const Manifest& manifest, const TrainingLayout& layout, int rank, Holdings* out) {
@@ -102,14 +112,26 @@ Status training_holdings(const Manifest& manifest, const TrainingLayout& layout,
     DCR_TRY(sharding_of(manifest, layout, id, rank, &s));
     if (!s.held) continue;
     const uint64_t ranks = static_cast<uint64_t>(s.ranks);
-    const uint64_t n = s.part.elements(), shard = (n + ranks - 1) / ranks;
+    const TensorRule& rule = layout.rules->tensors[id];
+    // Block-quantized tensors are cut in whole block rows (unit: rows of the part per block row).
+    const uint64_t unit = rule.block == 0 ? 0 : rule.scales_of >= 0 ? 1 : rule.block;
+    const uint64_t n = unit ? s.part.rows : s.part.elements();
+    const uint64_t units = unit ? (n + unit - 1) / unit : n;
+    const uint64_t shard = (units + ranks - 1) / ranks * (unit ? unit : 1);
     const uint64_t base = shard * static_cast<uint64_t>(s.index);
+    const uint64_t elements = unit ? shard * s.part.cols : shard;
     const uint32_t buffer = static_cast<uint32_t>(holdings.buffer_names.size());
     holdings.buffer_names.push_back(manifest.tensors[id].name + s.group + "#fsdp" + std::to_string(s.index));
-    holdings.buffer_elements.push_back(shard);
-    holdings.buffer_shapes.push_back({static_cast<int64_t>(shard)});
+    holdings.buffer_elements.push_back(elements);
+    holdings.buffer_shapes.push_back({static_cast<int64_t>(elements)});
     holdings.buffer_dtypes.push_back(manifest.tensors[id].dtype);
-    if (s.owner) add_flat_range(s.part, std::min(base, n), std::min(base + shard, n), base, buffer, &holdings.pieces);
+    if (!s.owner) continue;
+    const uint64_t begin = std::min(base, n), end = std::min(base + shard, n);
+    if (unit) {
+      add_row_band(s.part, begin, end, base, buffer, &holdings.pieces);
+    } else {
+      add_flat_range(s.part, begin, end, base, buffer, &holdings.pieces);
+    }
   }
   *out = std::move(holdings);
   return Status::ok();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "dcr/layout/serve_quant.h"
 #include "src/refit/context_rule.h"
 
 namespace dcr {
@@ -61,6 +62,8 @@ Status check_refit_config(const RefitConfig& c) {
               "--encode-threads must be in [1, 256]");
   ContextMode contexts;
   DCR_TRY(parse_context_mode(c.contexts, &contexts));
+  ServeQuant quant;
+  DCR_TRY(parse_serve_quant(c.serve_quant, &quant).with_context("--serve-quant"));
   DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
   DCR_REQUIRE(c.timeout_s > 0 && c.timeout_s <= 1e6, Code::invalid_argument,
               "--timeout must be in (0, 1e6] seconds (a deadline past that overflows the clock)");

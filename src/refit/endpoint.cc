@@ -149,7 +149,7 @@ Status set_up_endpoint(const EndpointSpec& spec, Transport* t, Collective* c, Ro
               "rank " + std::to_string(c->rank()) + " is a " + role_name(core->topology.role) + " in this job, not a " +
                   role_name(role) + " (ranks: trainers first, then relays, then rollouts)");
   DCR_TRY(spec.manifest.validate());
-  core->plan.manifest = spec.manifest;
+  core->plan.model = spec.manifest;
   core->plan.model_config = spec.model_config;
   DCR_TRY(make_plan(core->config, core->topology, &core->plan));
   return core->open_state();

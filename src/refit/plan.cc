@@ -75,9 +75,20 @@ std::vector<PlannedFrame> bundle_small(const Manifest& manifest, std::vector<Pla
 
 }  // namespace
 
+BoxBytes RefitPlan::served_bytes(const TensorBytes& model_bits) const {
+  return dcr::served_bytes(model, manifest, served, model_bits);
+}
+
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
-  if (plan->manifest.tensors.empty()) DCR_TRY(make_preset(config.model, &plan->manifest));
-  DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->manifest, &plan->rules));
+  if (plan->model.tensors.empty()) DCR_TRY(make_preset(config.model, &plan->model));
+  ModelRules model_rules;
+  DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->model, &model_rules));
+  DCR_TRY(parse_serve_quant(config.serve_quant, &plan->quant));
+  ServedModel served;
+  DCR_TRY(serve_model(plan->model, model_rules, plan->quant, &served));
+  plan->manifest = std::move(served.manifest);
+  plan->rules = std::move(served.rules);
+  plan->served = std::move(served.tensors);
   constexpr uint64_t kMaxFrames = uint64_t{1} << 20;
   const uint64_t at_least = plan->manifest.total_elements() / config.frame_elements;
   DCR_REQUIRE(at_least <= kMaxFrames, Code::invalid_argument,

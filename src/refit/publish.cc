@@ -60,7 +60,6 @@ Status resume_from_store(RankState* s) {
   s->committed = newest;
   if (newest == kNoVersion) return Status::ok();
   DCR_TRY(seek_everywhere(s, newest));
-  s->current.load(s->source->bytes());
   s->baseline.copy_from(s->current);
   if (s->topology.index == 0) {
     s->observer.note("dcr refit: publisher resumed after version " + std::to_string(newest) + ", the newest complete in '" +
@@ -93,7 +92,6 @@ StepRecord publish_once(RankState* s, uint64_t target) {
   r.contexts = s->config.contexts;
   r.link_gbps = s->context_rule.link_gbps();
   r.link_source = s->context_rule.link_source();
-  s->current.load(s->source->bytes());
   barrier(s, "the barrier before a version");
   const auto start = Clock::now();
   StepStats delta, full;

@@ -29,22 +29,22 @@ Status load_initial(const RefitConfig& config, MPI_Comm world, bool want_bits, R
   std::string dir = config.init_checkpoint;
   if (config.from_checkpoints()) DCR_TRY(first_checkpoint(config, world, &dir));
   if (dir.empty()) return Status::ok();
-  if (!std::filesystem::is_directory(dir)) return load_checkpoint(dir, &plan->manifest, initial);
+  if (!std::filesystem::is_directory(dir)) return load_checkpoint(dir, &plan->model, initial);
   std::unique_ptr<HfCheckpoint> c;
   DCR_TRY(HfCheckpoint::open(dir, &c));
-  plan->manifest = c->manifest();
+  plan->model = c->manifest();
   plan->model_config = c->config();
   if (config.from_checkpoints() || !want_bits) return Status::ok();
-  for (uint32_t id = 0; id < plan->manifest.tensors.size(); ++id) {
+  for (uint32_t id = 0; id < plan->model.tensors.size(); ++id) {
     const uint8_t* bytes = c->tensor(id);
-    initial->emplace_back(bytes, bytes + plan->manifest.tensors[id].nbytes());
+    initial->emplace_back(bytes, bytes + plan->model.tensors[id].nbytes());
   }
   return Status::ok();
 }
 
 Status make_source(const RefitConfig& config, const RefitPlan& plan, const CanonicalBits& initial,
                    std::unique_ptr<VersionSource>* out) {
-  if (config.from_checkpoints()) return checkpoint_source(config, plan.manifest, out);
+  if (config.from_checkpoints()) return checkpoint_source(config, plan.model, out);
   RealWeights pool;
   DCR_TRY(load_pool(config, &pool));
   ChangeModelOptions options;
@@ -52,7 +52,7 @@ Status make_source(const RefitConfig& config, const RefitPlan& plan, const Canon
   options.pool = pool.values.empty() ? nullptr : &pool;
   options.initial = initial.empty() ? nullptr : &initial;
   std::unique_ptr<ChangeModel> model;
-  DCR_TRY(ChangeModel::create(plan.manifest, options, &model));
+  DCR_TRY(ChangeModel::create(plan.model, options, &model));
   *out = change_model_source(config, std::move(model));
   return Status::ok();
 }
@@ -144,7 +144,10 @@ Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exis
 }
 
 Status advance_source_to(RankState* s, uint64_t version) {
-  return s->source ? s->source->seek(version) : Status::ok();
+  if (!s->source) return Status::ok();
+  DCR_TRY(s->source->seek(version));
+  if (s->topology.role != Role::trainer) return Status::ok();
+  return s->current.load(s->plan.served_bytes(s->source->bytes())).with_context("version " + std::to_string(version));
 }
 
 Status seek_everywhere(RankState* s, uint64_t version) {
@@ -199,7 +202,8 @@ bool verified(RankState* s, const Shard& shard) {
   bool ok = true;
   if (s->topology.role == Role::rollout && s->config.verify) {
     std::string difference;
-    ok = shard.matches(s->source->bytes(), &difference);
+    const Status st = shard.matches(s->plan.served_bytes(s->source->bytes()), &ok, &difference);
+    if (!st.is_ok()) ok = false, difference = st.to_string();
     if (!ok) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), difference.c_str());
   }
   return all_true(s, ok);

@@ -64,7 +64,8 @@ bool all_true(RankState* s, bool value);
 void barrier(RankState* s, const char* what);
 // Collective: whether version v exists (see VersionSource::has_version); every rank agrees.
 Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exists);
-// Makes the source hold `version` (where this rank has one).
+// Makes the source hold `version` (where this rank has one); trainers load it into `current` (their
+// served shard: quantized where the plan serves block FP8).
 Status advance_source_to(RankState* s, uint64_t version);
 // Collective: moves every rank with a source to `version`; fails everywhere when one cannot.
 Status seek_everywhere(RankState* s, uint64_t version);

@@ -53,7 +53,7 @@ Status agree_on_version(RankState* s, uint64_t* version) {
   int foreign = -1;
   const Status st = agree_on_committed(*s->control, s->journal.get(), s->plan.manifest.hash(), version, &foreign);
   DCR_REQUIRE(st.is_ok(), Code::invalid_argument,
-              "state directory '" + s->config.state_dir + "' belongs to another model (the journal of " +
+              "state directory '" + s->config.state_dir + "' belongs to another model, or to this one served in another form (--serve-quant) (the journal of " +
                   s->topology.describe_rank(foreign) + "); use a fresh one");
   return Status::ok();
 }
@@ -139,10 +139,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   DCR_TRY(version_exists(s, version, world, &exists));
   DCR_REQUIRE(exists, Code::not_found, "committed version " + std::to_string(version) + " has no checkpoint to rebuild from");
   const Status rebuilt = s->has_model() ? advance_source_to(s, version) : Status::ok();
-  if (rebuilt.is_ok() && t.role == Role::trainer) {
-    s->current.load(s->source->bytes());
-    s->baseline.copy_from(s->current);
-  }
+  if (rebuilt.is_ok() && t.role == Role::trainer) s->baseline.copy_from(s->current);
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
   const bool restored = matches_trainers(s, t.role == Role::rollout && restore_from_snapshot(s, version), world);
   DCR_TRY(fault_point(s->kill, t, Phase::resume, version));

@@ -10,15 +10,39 @@ namespace dcr {
 
 namespace {
 
+void warn_if_failed(const Topology& t, const Status& status, const char* what) {
+  if (!status.is_ok()) DCR_LOG(warn, "refit", "%s: %s: %s", t.describe().c_str(), what, status.to_string().c_str());
+}
+
+// Trainer 0 (the broadcast's root): the served model's tensors, quantized before the clock starts
+// where the plan serves block FP8 (else the source's own bytes, read in place). Only the timing
+// uses them (receivers drop what they get), so a failure is reported and the broadcast still runs.
+Status served_model_bits(RankState* s, CanonicalBits* bits, TensorBytes* out) {
+  *out = s->source->bytes();
+  if (s->plan.quant == ServeQuant::none) return Status::ok();
+  const BoxBytes served = s->plan.served_bytes(*out);
+  const Manifest& m = s->plan.manifest;
+  bits->resize(m.tensors.size());
+  for (uint32_t id = 0; id < m.tensors.size(); ++id) {
+    (*bits)[id].resize(m.tensors[id].nbytes());
+    DCR_TRY(served(whole_tensor(id, m.tensors[id]), (*bits)[id].data(), tensor_cols(m.tensors[id])));
+  }
+  *out = [bits](uint32_t id) { return (*bits)[id].data(); };
+  return Status::ok();
+}
+
 double time_bcast(RankState* s) {
+  const bool root = s->bcast_comm != MPI_COMM_NULL && s->topology.role == Role::trainer;
+  CanonicalBits quantized;
+  TensorBytes model;
+  if (root) warn_if_failed(s->topology, served_model_bits(s, &quantized, &model), "the MPI_Bcast comparison");
   barrier(s, "the barrier before the MPI_Bcast comparison");
   const auto start = Clock::now();
   if (s->bcast_comm != MPI_COMM_NULL) {
-    const bool root = s->topology.role == Role::trainer;
     std::vector<uint8_t> scratch;
     for (size_t i = 0; i < s->plan.manifest.tensors.size(); ++i) {
       const uint64_t bytes = s->plan.manifest.tensors[i].nbytes();
-      uint8_t* data = root ? const_cast<uint8_t*>(s->source->bytes()(static_cast<uint32_t>(i))) : (scratch.resize(bytes), scratch.data());
+      uint8_t* data = root ? const_cast<uint8_t*>(model(static_cast<uint32_t>(i))) : (scratch.resize(bytes), scratch.data());
       for (uint64_t off = 0; off < bytes; off += 1u << 30) {
         MPI_Request request;
         MPI_Ibcast(data + off, static_cast<int>(std::min<uint64_t>(1u << 30, bytes - off)), MPI_BYTE, 0, s->bcast_comm,
@@ -65,7 +89,6 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   r.kind = kind == FrameKind::full ? "full" : "delta";
   const Versions versions{s->committed, target};
   if (s->topology.role == Role::trainer) {
-    s->current.load(s->source->bytes());
     s->touched = s->source->touched_bytes();
     s->peak_rss = peak_rss();
   }
@@ -89,10 +112,6 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   return r;
 }
 
-void warn_if_failed(const Topology& t, const Status& status, const char* what) {
-  if (!status.is_ok()) DCR_LOG(warn, "refit", "%s: %s: %s", t.describe().c_str(), what, status.to_string().c_str());
-}
-
 std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t model_bytes) {
   const Topology& t = s.topology;
   const std::string trainers = std::to_string(config.trainers) + " trainers (fsdp " +
@@ -100,7 +119,9 @@ std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t
   const std::string relays = std::to_string(t.relays) + " relays (fanout " + std::to_string(config.fanout) + ", depth " +
                              std::to_string(t.depth) + ")";
   const std::string rollouts = std::to_string(t.rollouts) + " rollouts (tp " + std::to_string(config.rollout_tp) +
-                               (config.fuse ? ", fused qkv/gate_up" : "") + ")";
+                               (config.fuse ? ", fused qkv/gate_up" : "") +
+                               (s.plan.quant != ServeQuant::none ? std::string(", serving ") + serve_quant_name(s.plan.quant) : "") +
+                               ")";
   const std::string model = "model " +
                             (config.from_checkpoints() ? "from checkpoints" : config.init_checkpoint.empty() ? config.model : config.init_checkpoint) +
                             " (" + std::to_string(model_bytes) + " bytes, family " + s.plan.rules.family + ")";

@@ -57,6 +57,7 @@ nlohmann::json store_layout(const RefitConfig& c, const RefitPlan& plan) {
           {"rollout_tp", c.rollout_tp},
           {"rollout_ep", c.rollout_ep},
           {"fuse", c.fuse},
+          {"serve_quant", serve_quant_name(plan.quant)},
           {"frame_elements", c.frame_elements},
           {"bundle_below", c.bundle_below},
           {"frames", frames},
@@ -87,7 +88,7 @@ Status check_layout(const FrameSpool& spool, const nlohmann::json& mine) {
   DCR_REQUIRE(diff.empty(), Code::invalid_argument,
               "store '" + spool.describe() + "' was published for another layout than this follow job's (" + diff +
                   "); launch the follow job with the publisher's --trainers, --train-tp, --rollout-tp, --fuse, "
-                  "--frame-elements, --bundle-below and model, and as many rollout ranks as its --rollouts");
+                  "--serve-quant, --frame-elements, --bundle-below and model, and as many rollout ranks as its --rollouts");
   return Status::ok();
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Bad real-model input refused with a clear error naming the file and the tensor, and nothing
 # committed past the last good version: a tensor no rule matches at TP > 1, a malformed config.json,
-# a missing shard file, an index that places a tensor in a shard that does not hold it, and a
-# checkpoint whose shapes changed. Usage: refit_errors.sh DCR_BINARY
+# a missing shard file, an index that places a tensor in a shard that does not hold it, a
+# checkpoint whose shapes changed, and with block-FP8 serving a TP split that cuts 128 x 128 blocks
+# and a NaN in a quantized weight. Usage: refit_errors.sh DCR_BINARY
 set -uo pipefail
 dcr=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +17,8 @@ failed=0
 
 "$py" "$root/scripts/make_hf_checkpoint.py" --family llama --out "$work/good" --versions 2 --shards 2 >/dev/null
 "$py" "$root/scripts/make_hf_checkpoint.py" --family llama --out "$work/wide" --versions 1 --hidden 96 >/dev/null
+"$py" "$root/scripts/make_hf_checkpoint.py" --family llama --out "$work/blocks" --versions 2 --hidden 256 --heads 2 \
+  --kv-heads 2 --head-dim 128 --intermediate 256 >/dev/null
 
 # case NAME COMMITTED(-1: none) WORD... : the refit of $work/NAME/step-* must fail, print every WORD,
 # and leave the job (and the published serving shards) at version COMMITTED.
@@ -78,6 +81,24 @@ check bad_index 0 "model.norm.weight" "model.safetensors.index.json" "step-0001"
 setup reshaped
 rm -r "$work/reshaped/step-0001" && cp -r "$work/wide/step-0000" "$work/reshaped/step-0001"
 check reshaped 0 "step-0001" "model.embed_tokens.weight' changed shape from [100, 64] to [100, 96]"
+
+# Block FP8: the default model's TP-2 bands (32 query rows) cut its 128 x 128 blocks.
+setup fp8_cuts_blocks
+extra=(--serve-quant fp8-block)
+check fp8_cuts_blocks -1 "--serve-quant" "fp8-block" "model.layers.0.self_attn.q_proj.weight" "cuts its 128 x 128 blocks"
+
+# Block FP8: version 1 holds a NaN in a quantized weight, whose block then has no scale.
+mkdir -p "$work/fp8_nan" && cp -r "$work/blocks/step-0000" "$work/blocks/step-0001" "$work/fp8_nan/"
+"$py" - "$work/fp8_nan/step-0001/model.safetensors" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    begin = json.loads(f.read(n))["model.layers.1.mlp.up_proj.weight"]["data_offsets"][0]
+    f.seek(8 + n + begin + 2 * (130 * 256 + 7))  # row 130, column 7: the block at row 128, column 0
+    f.write(struct.pack("<H", 0x7FC0))
+PY
+check fp8_nan 0 "model.layers.1.mlp.up_proj.weight" "block at row 128, column 0 holds a non-finite value" "version 1"
+extra=()
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dcr/core/status.h"
+#include "dcr/layout/serve_quant.h"
 #include "dcr/layout/shard.h"
 
 namespace dcr {
@@ -21,8 +22,9 @@ Status write_serving_shard(const std::string& dir, int tp_rank, const Shard& sha
 Status write_serving_version(const std::string& dir, uint64_t version, uint64_t manifest_hash);
 
 // `dcr export`: the serving shards of every rank of one TP group, straight from a full HF
-// checkpoint directory, as a rollout would publish them (family: see rules_for_model).
+// checkpoint directory, as a rollout would publish them (family: see rules_for_model; quant: the
+// served form, serve_quant.h).
 Status export_serving_shards(const std::string& checkpoint, const std::string& dir, int tp, int ep,
-                             const std::string& family);
+                             const std::string& family, ServeQuant quant);
 
 }  // namespace dcr

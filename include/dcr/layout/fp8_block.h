@@ -30,6 +30,14 @@ float e4m3_to_f32(uint8_t bits);
 // The scale of one block (see the rule above).
 float fp8_block_scale(float amax);
 
+// Block (r0, c0) of a bf16 matrix [rows, cols] (row-major) is rows [r0, r0 + 128) x columns
+// [c0, c0 + 128), cut at the matrix's edges; r0 and c0 are multiples of 128.
+// Its scale; invalid_argument naming the block and the element for a NaN or infinity.
+Status fp8_block_scale_at(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t c0, float* scale);
+// Its E4M3 bytes at `scale`: element (r, c) goes to dst[(r - r0) * pitch + (c - c0)].
+void fp8_quantize_block(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t c0, float scale,
+                        uint8_t* dst, uint64_t pitch);
+
 // Quantizes the bf16 matrix `bf16` [rows, cols] (row-major) into `e4m3` [rows, cols] and `scales`
 // [ceil(rows/128), ceil(cols/128)]. invalid_argument naming the block that holds a NaN or infinity.
 Status quantize_fp8_block(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint8_t* e4m3, float* scales);

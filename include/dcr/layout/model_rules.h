@@ -44,6 +44,7 @@ struct FamilyRule {
   std::vector<std::string> members;
   std::string expert;   // expert index (with $n) for expert kinds
   bool dropped_if_tied = false;  // not served when the embeddings are tied (lm_head)
+  int quantize = -1;             // "quantize": served block-quantized (1) or as it is (0); -1: by kind (serve_quant.h)
 };
 
 struct ModelFamily {
@@ -61,6 +62,12 @@ struct TensorRule {
   int member = 0, members = 1;
   int64_t expert = -1;
   bool dropped = false;  // held by no serving rank (tied lm_head)
+  int quantize = -1;     // the rule's "quantize" (-1: not said)
+  // Block-quantized serving (serve_quant.h): a weight's parts, at training and at serving, fall on
+  // whole `block` x `block` blocks; a scale grid (scales_of: the weight it scales) takes the parts of
+  // its weight in block units.
+  uint64_t block = 0;
+  int64_t scales_of = -1;
 };
 
 struct ModelRules {

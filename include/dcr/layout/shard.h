@@ -16,6 +16,11 @@ namespace dcr {
 using CanonicalBits = std::vector<std::vector<uint8_t>>;  // one row-major byte array per tensor
 // Where the canonical bytes of tensor t start (read in place: no copy of the model).
 using TensorBytes = std::function<const uint8_t*(uint32_t tensor)>;
+// Writes the canonical bits of `box` to `dst` row by row, consecutive rows `pitch` elements apart
+// (a model computed box by box, such as a quantized one: serve_quant.h).
+using BoxBytes = std::function<Status(const Box& box, uint8_t* dst, uint64_t pitch)>;
+// Rows copied from whole canonical tensors of `manifest` (which must outlive the result).
+BoxBytes rows_of(const Manifest& manifest, const TensorBytes& canonical);
 
 // Where a caller's buffer lives. Host memory is applied to by the CPU codec; device memory is where
 // the CUDA kernels (cuda/) plug in, and is refused until they do.
@@ -46,10 +51,12 @@ class Shard {
   // Where `box` lives here; invalid_argument when no single piece holds all of it.
   Status region(const Box& box, Region* out);
 
-  // Copies every piece from the canonical tensors into the local buffers.
-  void load(const TensorBytes& canonical);
-  // Whether every piece equals the canonical tensors byte for byte; names the first difference.
-  bool matches(const TensorBytes& canonical, std::string* difference) const;
+  // Writes every piece of the canonical model into the local buffers; the first error of `canonical`.
+  Status load(const BoxBytes& canonical);
+  void load(const TensorBytes& canonical) { (void)load(rows_of(*manifest_, canonical)); }  // cannot fail
+  // *same: whether every piece equals the canonical model byte for byte (*difference names the
+  // first difference); the first error of `canonical`.
+  Status matches(const BoxBytes& canonical, bool* same, std::string* difference) const;
   // Copies all buffers from another shard of the same holdings (a baseline promotion).
   void copy_from(const Shard& other);
 

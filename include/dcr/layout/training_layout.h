@@ -25,6 +25,9 @@ struct TrainingLayout {
 // (with tp > 1: "<tensor>#tp<t>#fsdp<i>"; experts under ep: "<tensor>#ep<g>#fsdp<i>", on their
 // group's ranks only). The held range becomes at most 3 pieces in canonical coordinates (partial
 // first row, whole rows, partial last row) with pitch = the part's columns.
+// A block-quantized weight (serve_quant.h) and its scale grid are cut in whole block rows instead,
+// as FSDP2 shards a parameter on dim 0: fsdp rank i holds block rows [i*B, (i+1)*B) of the part
+// (B = ceil(block rows / fsdp)), so every rank quantizes whole blocks of its own.
 // Replicated tensors (norms, buffers) are kept by every TP rank, but only TP rank 0 lists pieces for
 // them, so every canonical element has exactly one owning trainer rank: the one that sends it.
 // A rank whose range lies wholly in the padding, or that does not own a replicated tensor, keeps the

@@ -26,6 +26,7 @@ struct RefitConfig {
   int rollout_ep = 1;                // expert-parallel degree of the serving layout (divides rollout_tp)
   int train_ep = 1;                  // expert-parallel degree of the training layout (divides trainers)
   bool fuse = true;                  // fused qkv / gate_up serving buffers
+  std::string serve_quant = "none";  // what rollouts serve: none (the model's dtypes) | fp8-block (layout/serve_quant.h)
   std::string transport = "ucx";     // data plane: ucx | mpi
   int steps = 3;                     // delta refits after the first (full) sync
   std::vector<double> rates = {1, 3, 5};  // changed percent per step, cycled

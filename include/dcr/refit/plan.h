@@ -12,6 +12,7 @@
 #include "dcr/core/tensor.h"
 #include "dcr/layout/model_rules.h"
 #include "dcr/layout/piece.h"
+#include "dcr/layout/serve_quant.h"
 #include "dcr/refit/config.h"
 #include "dcr/refit/topology.h"
 
@@ -25,12 +26,20 @@ struct PlannedFrame {
 };
 
 struct RefitPlan {
-  Manifest manifest;
+  Manifest model;               // the checkpoint's (or preset's) tensors: what a version source gives
   nlohmann::json model_config;  // the checkpoint's config.json (null for presets and bare files)
-  ModelRules rules;             // the model family's split of every tensor
+  // What rollouts serve (serve_quant.h): `model`, or its block-FP8 form. Holdings, frames and shards
+  // are made of these tensors; their bits come from the model's through served_bytes().
+  Manifest manifest;
+  ModelRules rules;                  // the model family's split of every served tensor
+  std::vector<ServedTensor> served;  // where each served tensor's bits come from
+  ServeQuant quant = ServeQuant::none;
   std::vector<Holdings> trainer_holdings;
   std::vector<Holdings> rollout_holdings;
   std::vector<std::vector<PlannedFrame>> frames;  // per trainer
+
+  // The served bits of any box, from the model's bits.
+  BoxBytes served_bytes(const TensorBytes& model_bits) const;
 
   // Receivers of the frame whose box starts at (tensor, row0, col0); null for an unknown box.
   const std::vector<int>* receivers_of(const Box& box) const;
@@ -45,8 +54,9 @@ struct RefitPlan {
 };
 
 // Fills rules (from --model-family, else config.json's model_type / architectures, else the "dcr"
-// presets' family), then every holding and frame. The caller has put a checkpoint's manifest and
-// config.json in *plan (or the caller its own manifest); presets are made here when it is empty.
+// presets' family), the served model (--serve-quant), then every holding and frame. The caller has
+// put a checkpoint's manifest (`model`) and config.json in *plan (or the caller its own manifest);
+// presets are made here when it is empty.
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan);
 
 }  // namespace dcr
