@@ -19,6 +19,7 @@
 #include "dcr/core/hash.h"
 #include "dcr/core/log.h"
 #include "dcr/core/ordered_pool.h"
+#include "dcr/layout/serve_quant.h"
 #include "dcr/model/change_model.h"
 #include "dcr/model/presets.h"
 #include "dcr/model/real_weights.h"
@@ -111,8 +112,9 @@ double median_gbps(uint64_t bytes, const std::vector<RepTimes>& reps, double Rep
 // Everything measured for one change case, from the same base and target bits.
 class CaseRunner {
  public:
-  CaseRunner(const Manifest& manifest, const CodecBenchOptions& options)
-      : manifest_(manifest), options_(options),
+  // groups: a label per tensor, under which the record counts its elements and changes (empty: none).
+  CaseRunner(const Manifest& manifest, const CodecBenchOptions& options, std::vector<std::string> groups = {})
+      : manifest_(manifest), options_(options), groups_(std::move(groups)),
         slots_(cut_frames(manifest, options.frame_elements, options.bundle_below)),
         wire_(slots_.size()), threaded_wire_(slots_.size()) {
     EncodeOptions encode_options;
@@ -353,10 +355,15 @@ class CaseRunner {
     bound->add(b, t, w, box.elements(), positions.data(), k, dtype_is_float(dtype), exponent_shift(dtype));
     r->nemo_style_bytes += reference->nemo_style_bytes(b, t, w, positions.data(), k);
     r->pulse_style_bytes += reference->pulse_style_bytes(t, w, positions.data(), k);
+    if (groups_.empty()) return;
+    GroupCount& g = r->groups[groups_[box.tensor]];
+    g.elements += box.elements();
+    g.changed += k;
   }
 
   const Manifest& manifest_;
   const CodecBenchOptions& options_;
+  std::vector<std::string> groups_;
   std::vector<Slot> slots_;
   Bits wire_;
   uint64_t position_bytes_ = 0, value_bytes_ = 0;  // of the wire, by section
@@ -388,10 +395,11 @@ Status load_pool(const CodecBenchOptions& options, RealWeights* pool, std::strin
   return Status::ok();
 }
 
-Status load_checkpoint_bits(const std::string& dir, Manifest* manifest, Bits* bits) {
+Status load_checkpoint_bits(const std::string& dir, Manifest* manifest, Bits* bits, nlohmann::json* config = nullptr) {
   std::unique_ptr<HfCheckpoint> checkpoint;
   DCR_TRY(HfCheckpoint::open(dir, &checkpoint));
   *manifest = checkpoint->manifest();
+  if (config) *config = checkpoint->config();
   bits->resize(manifest->tensors.size());
   for (uint32_t t = 0; t < manifest->tensors.size(); ++t) {
     const uint8_t* bytes = checkpoint->tensor(t);
@@ -402,21 +410,66 @@ Status load_checkpoint_bits(const std::string& dir, Manifest* manifest, Bits* bi
 
 std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
+// The served form of a checkpoint (serve_quant.h): its manifest, where each tensor comes from, and
+// the bits of every served tensor.
+class ServedCheckpoints {
+ public:
+  Status open(const Manifest& model, const nlohmann::json& config, ServeQuant quant) {
+    model_ = model;
+    ModelRules rules;
+    DCR_TRY(rules_for_model("", config, model_, &rules));
+    return serve_model(model_, rules, quant, &served_);
+  }
+  const Manifest& manifest() const { return served_.manifest; }
+  std::vector<std::string> groups() const {
+    std::vector<std::string> labels;
+    for (const ServedTensor& t : served_.tensors) {
+      labels.push_back(t.from == ServedFrom::fp8 ? "fp8" : t.from == ServedFrom::scales ? "scales" : "as is");
+    }
+    return labels;
+  }
+  Status bits(const Bits& model_bits, Bits* out) const {
+    const BoxBytes served = served_bytes(model_, served_.manifest, served_.tensors,
+                                         [&model_bits](uint32_t id) { return model_bits[id].data(); });
+    out->resize(served_.manifest.tensors.size());
+    for (uint32_t id = 0; id < served_.manifest.tensors.size(); ++id) {
+      const TensorDesc& t = served_.manifest.tensors[id];
+      (*out)[id].resize(t.nbytes());
+      DCR_TRY(served(whole_tensor(id, t), (*out)[id].data(), tensor_cols(t)));
+    }
+    return Status::ok();
+  }
+
+ private:
+  Manifest model_;
+  ServedModel served_;
+};
+
 // Each pair of consecutive checkpoints is a case: the first's bits are the base, the second's the
-// target.
+// target. With --serve-quant, each pair is also a case in its served form, after the checkpoint's.
 Status run_checkpoint_cases(const CodecBenchOptions& options, CodecBenchReport* report) {
   std::vector<std::string> dirs;
   DCR_TRY(list_checkpoints(options.checkpoints, &dirs));
   DCR_REQUIRE(dirs.size() >= 2, Code::invalid_argument,
               "--checkpoints '" + options.checkpoints + "' matches " + std::to_string(dirs.size()) +
                   " checkpoint; a delta needs two");
+  ServeQuant quant = ServeQuant::none;
+  DCR_TRY(parse_serve_quant(options.serve_quant, &quant).with_context("--serve-quant"));
   Manifest manifest, next_manifest;
-  Bits base, target;
-  DCR_TRY(load_checkpoint_bits(dirs[0], &manifest, &base));
+  Bits base, target, served_base, served_target;
+  nlohmann::json config;
+  DCR_TRY(load_checkpoint_bits(dirs[0], &manifest, &base, &config));
+  ServedCheckpoints served;
+  if (quant != ServeQuant::none) {
+    DCR_TRY(served.open(manifest, config, quant).with_context(dirs[0]));
+    DCR_TRY(served.bits(base, &served_base).with_context(dirs[0]));
+  }
   report->model = options.checkpoints;
   report->weights = "real checkpoints (" + std::to_string(dirs.size()) + " of them)";
   report->frame_elements = options.frame_elements;
   CaseRunner runner(manifest, options);
+  std::unique_ptr<CaseRunner> served_runner;
+  if (quant != ServeQuant::none) served_runner = std::make_unique<CaseRunner>(served.manifest(), options, served.groups());
   for (size_t i = 1; i < dirs.size(); ++i) {
     const auto start = Clock::now();
     DCR_TRY(load_checkpoint_bits(dirs[i], &next_manifest, &target));
@@ -424,9 +477,18 @@ Status run_checkpoint_cases(const CodecBenchOptions& options, CodecBenchReport* 
     DCR_REQUIRE(difference.empty(), Code::invalid_argument,
                 dirs[i] + " is not the same model as " + dirs[0] + ": " + difference);
     CodecBenchRecord record;
-    DCR_TRY(runner.run(base_name(dirs[i - 1]) + ">" + base_name(dirs[i]), base, target, &record));
-    DCR_LOG(info, "bench", "%-12s done in %.1f s", record.name.c_str(), seconds_since(start));
+    const std::string name = base_name(dirs[i - 1]) + ">" + base_name(dirs[i]);
+    DCR_TRY(runner.run(name, base, target, &record));
     report->records.push_back(record);
+    if (served_runner) {
+      CodecBenchRecord quantized;
+      DCR_TRY(served.bits(target, &served_target).with_context(dirs[i]));
+      DCR_TRY(served_runner->run(name + " " + serve_quant_name(quant), served_base, served_target, &quantized));
+      quantized.checkpoint_wire_bytes = record.wire_bytes;
+      report->records.push_back(quantized);
+      served_base.swap(served_target);
+    }
+    DCR_LOG(info, "bench", "%-12s done in %.1f s", name.c_str(), seconds_since(start));
     base.swap(target);
   }
   return Status::ok();
@@ -440,6 +502,8 @@ Status run_codec_bench(const CodecBenchOptions& options, CodecBenchReport* repor
   DCR_REQUIRE(options.repetitions >= 1, Code::invalid_argument, "--reps must be at least 1");
   DCR_REQUIRE(options.encode_threads >= 1 && options.encode_threads <= 64, Code::invalid_argument,
               "--encode-threads must be in [1, 64]");
+  DCR_REQUIRE(options.serve_quant == "none" || !options.checkpoints.empty(), Code::invalid_argument,
+              "--serve-quant " + options.serve_quant + " benches real checkpoints in their served form: give --checkpoints");
   if (!options.checkpoints.empty()) return run_checkpoint_cases(options, report);
   Manifest manifest;
   DCR_TRY(make_preset(options.model, &manifest));
@@ -498,11 +562,19 @@ std::string spread_text(const Spread& s) {
   return text;
 }
 
+// The width of the case column: the longest case name (at least 12).
+int name_width(const CodecBenchReport& report) {
+  size_t width = 12;
+  for (const CodecBenchRecord& r : report.records) width = std::max(width, r.name.size());
+  return static_cast<int>(width);
+}
+
 void print_bytes_table(const CodecBenchReport& report) {
-  std::printf("%-12s %7s %10s %7s %10s %6s %9s %9s %6s %10s %6s %10s %6s %s\n", "case", "changed", "wire MB", "B/chg",
+  const int w = name_width(report);
+  std::printf("%-*s %7s %10s %7s %10s %6s %9s %9s %6s %10s %6s %10s %6s %s\n", w, "case", "changed", "wire MB", "B/chg",
               "bound MB", "ratio", "ulp MB", "exp MB", "w/exp", "nemo MB", "x", "pulse MB", "x", "bitexact");
   for (const CodecBenchRecord& r : report.records) {
-    std::printf("%-12s %6.2f%% %10.3f %7.3f %10.3f %6.3f %9.3f %9.3f %6.3f %10.3f %6.2f %10.3f %6.2f %s\n",
+    std::printf("%-*s %6.2f%% %10.3f %7.3f %10.3f %6.3f %9.3f %9.3f %6.3f %10.3f %6.2f %10.3f %6.2f %s\n", w,
                 r.name.c_str(), 100 * r.change_rate, r.wire_bytes / 1e6,
                 r.changed ? double(r.wire_bytes) / r.changed : 0.0, r.entropy_bound_bytes / 1e6,
                 r.wire_bytes / r.entropy_bound_bytes, r.entropy_bound_delta_bytes / 1e6,
@@ -511,16 +583,40 @@ void print_bytes_table(const CodecBenchReport& report) {
                 double(r.pulse_style_bytes) / r.wire_bytes, r.bitexact ? "yes" : "NO");
   }
   for (const CodecBenchRecord& r : report.records) {
-    std::printf("%-12s wire: headers %.1f%%, positions %.1f%%, values %.1f%% (%.2f bits a change); frames %s\n",
-                r.name.c_str(), 100.0 * r.header_bytes / r.wire_bytes, 100.0 * r.position_bytes / r.wire_bytes,
+    std::printf("%-*s wire: headers %.1f%%, positions %.1f%%, values %.1f%% (%.2f bits a change); frames %s\n",
+                w, r.name.c_str(), 100.0 * r.header_bytes / r.wire_bytes, 100.0 * r.position_bytes / r.wire_bytes,
                 100.0 * r.value_bytes / r.wire_bytes, r.changed ? 8.0 * r.value_bytes / r.changed : 0.0,
                 r.choices.c_str());
   }
 }
 
+// Served (quantized) cases: what changed of each group, and the wire against the checkpoint's own
+// delta of the same pair and against the whole served model (a full refit).
+void print_served_table(const CodecBenchReport& report) {
+  bool any = false;
+  for (const CodecBenchRecord& r : report.records) any = any || !r.groups.empty();
+  if (!any) return;
+  const int w = name_width(report);
+  std::printf("\n%-*s %8s %9s %8s %10s %12s %8s %12s %9s\n", w, "served case", "fp8 chg", "scale chg", "as-is chg",
+              "wire MB", "ckpt wire MB", "x ckpt", "full MB", "of full");
+  const auto percent = [](const CodecBenchRecord& r, const char* group) {
+    const auto it = r.groups.find(group);
+    return it == r.groups.end() || it->second.elements == 0 ? 0.0 : 100.0 * it->second.changed / it->second.elements;
+  };
+  for (const CodecBenchRecord& r : report.records) {
+    if (r.groups.empty()) continue;
+    std::printf("%-*s %7.3f%% %8.3f%% %7.3f%% %10.4f %12.4f %8.3f %12.3f %8.3f%%\n", w, r.name.c_str(), percent(r, "fp8"),
+                percent(r, "scales"), percent(r, "as is"), r.wire_bytes / 1e6, r.checkpoint_wire_bytes / 1e6,
+                double(r.wire_bytes) / r.checkpoint_wire_bytes, r.model_bytes / 1e6, 100.0 * r.wire_bytes / r.model_bytes);
+  }
+  std::printf("chg: changed elements of the served model's E4M3 bytes, block scales and tensors served as they are;\n"
+              "x ckpt = wire / the checkpoint's own delta of the same pair; of full = wire / the whole served model.\n");
+}
+
 void print_speed_table(const CodecBenchReport& report) {
+  const int w = name_width(report);
   const int threads = report.records.empty() ? 1 : report.records[0].encode_threads;
-  std::printf("\n%-12s %8s %8s %8s %8s %-18s %-18s %6s", "case", "enc GB/s", "app GB/s", "cpy GB/s", "hsh GB/s",
+  std::printf("\n%-*s %8s %8s %8s %8s %-18s %-18s %6s", w, "case", "enc GB/s", "app GB/s", "cpy GB/s", "hsh GB/s",
               "enc/cpy", "app/cpy", "enc/h");
   if (threads > 1) {
     std::printf(" %8s %8s %-18s %-18s", ("enc" + std::to_string(threads) + " GB/s").c_str(),
@@ -529,7 +625,7 @@ void print_speed_table(const CodecBenchReport& report) {
   }
   std::printf("\n");
   for (const CodecBenchRecord& r : report.records) {
-    std::printf("%-12s %8.2f %8.2f %8.2f %8.2f %-18s %-18s %6.2f", r.name.c_str(), r.encode_gbps, r.apply_gbps,
+    std::printf("%-*s %8.2f %8.2f %8.2f %8.2f %-18s %-18s %6.2f", w, r.name.c_str(), r.encode_gbps, r.apply_gbps,
                 r.memcpy_gbps, r.hash_gbps, spread_text(r.encode_ratio).c_str(), spread_text(r.apply_ratio).c_str(),
                 r.encode_gbps / r.hash_gbps);
     if (threads > 1) {
@@ -541,13 +637,13 @@ void print_speed_table(const CodecBenchReport& report) {
   }
   for (const CodecBenchRecord& r : report.records) {
     if (r.memcpy_variation > kMemcpyVariationWarning) {
-      std::printf("%-12s warning: memcpy varied %.0f%% across repetitions; the machine is not quiet, so read its "
-                  "ratios with care\n", r.name.c_str(), 100 * r.memcpy_variation);
+      std::printf("%-*s warning: memcpy varied %.0f%% across repetitions; the machine is not quiet, so read its "
+                  "ratios with care\n", w, r.name.c_str(), 100 * r.memcpy_variation);
     }
     if (r.cpu_variation > kCpuVariationWarning) {
-      std::printf("%-12s warning: this core's speed varied %.0f%% across repetitions (an in-cache hash timed in "
+      std::printf("%-*s warning: this core's speed varied %.0f%% across repetitions (an in-cache hash timed in "
                   "each): something else runs on it, and encode and apply over memcpy swing with it\n",
-                  r.name.c_str(), 100 * r.cpu_variation);
+                  w, r.name.c_str(), 100 * r.cpu_variation);
     }
   }
 }
@@ -558,6 +654,7 @@ void print_codec_bench(const CodecBenchReport& report) {
   std::printf("model %s, master weights: %s, frames of up to %llu elements\n", report.model.c_str(),
               report.weights.c_str(), static_cast<unsigned long long>(report.frame_elements));
   print_bytes_table(report);
+  print_served_table(report);
   print_speed_table(report);
   std::printf("bound: positions H(p) bits per element + values at the empirical entropy of their XOR masks;\n"
               "ulp: the same with ordered (ulp) deltas; exp: ulp deltas given the base value's exponent; w/exp = wire / exp;\n"
@@ -597,6 +694,11 @@ Status write_codec_bench_json(const CodecBenchReport& report, const std::string&
                        {"apply_to_memcpy", spread_json(r.apply_ratio)}, {"memcpy_variation", r.memcpy_variation},
                        {"cpu_variation", r.cpu_variation},
                        {"encode_threads", r.encode_threads}});
+    if (!r.groups.empty()) {
+      nlohmann::json groups = nlohmann::json::object();
+      for (const auto& [label, g] : r.groups) groups[label] = {{"elements", g.elements}, {"changed", g.changed}};
+      records.back().update({{"groups", groups}, {"checkpoint_wire_bytes", r.checkpoint_wire_bytes}});
+    }
     if (r.encode_threads > 1) {
       records.back().update({{"threaded_encode_gbps", r.threaded_encode_gbps},
                              {"threaded_memcpy_gbps", r.threaded_memcpy_gbps},

@@ -47,6 +47,9 @@ int run_codec(int argc, char** argv) {
       ("checkpoints", po::value(&o.checkpoints),
        "benchmark consecutive pairs of real checkpoints instead of the change model: a glob of HF checkpoint "
        "directories (natural order), e.g. '/tmp/run/rate-3/step-*' from scripts/make_training_run.py")
+      ("serve-quant", po::value(&o.serve_quant)->default_value(o.serve_quant),
+       "with --checkpoints: fp8-block also benches each pair as rollouts serving block FP8 receive it (E4M3 bytes "
+       "and weight_scale_inv per 128 x 128 block), beside the checkpoint's own delta")
       ("exhaustive", po::bool_switch(&o.exhaustive), "write every coding candidate and keep the smallest (slower)")
       ("json", po::value(&json), "also write the records as JSON to this file");
   po::variables_map vm;

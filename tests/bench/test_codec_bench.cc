@@ -124,7 +124,7 @@ void write_checkpoints(const std::filesystem::path& dir) {
     }
     const std::filesystem::path at = dir / ("step-" + std::to_string(step));
     std::filesystem::create_directories(at);
-    std::ofstream(at / "config.json") << R"({"model_type": "llama"})";
+    std::ofstream(at / "config.json") << R"({"model_type": "dcr"})";  // the presets' family
     ASSERT_TRUE(write_safetensors((at / "model.safetensors").string(), m, model->snapshot()).is_ok());
   }
 }
@@ -157,6 +157,46 @@ TEST(CodecBench, CheckpointPairsAreBenchedBitExactAgainstTheirBounds) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CodecBench, ServedPairsCountWhatChangedBesideTheCheckpointDelta) {
+  const std::filesystem::path dir = ::testing::TempDir() + "dcr_bench_fp8_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  write_checkpoints(dir);
+  CodecBenchOptions o = tiny_options();
+  o.checkpoints = (dir / "step-*").string();
+  o.serve_quant = "fp8-block";
+  CodecBenchReport report;
+  const Status s = run_codec_bench(o, &report);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_EQ(report.records.size(), 4u);  // each pair as bf16, then as served
+  Manifest tiny;
+  ASSERT_TRUE(make_preset("tiny", &tiny).is_ok());
+  uint64_t linear = 0;  // q, k, v, o, gate, up, down of every layer
+  for (const TensorDesc& t : tiny.tensors) {
+    if (t.shape.size() == 2 && t.name.find("embed") == std::string::npos && t.name.find("lm_head") == std::string::npos) {
+      linear += t.numel();
+    }
+  }
+  for (size_t i = 1; i < 4; i += 2) {
+    const CodecBenchRecord& checkpoint = report.records[i - 1];
+    const CodecBenchRecord& served = report.records[i];
+    SCOPED_TRACE(served.name);
+    EXPECT_EQ(served.name, checkpoint.name + " fp8-block");
+    EXPECT_TRUE(served.bitexact);
+    EXPECT_EQ(served.checkpoint_wire_bytes, checkpoint.wire_bytes);
+    EXPECT_LT(served.wire_bytes, checkpoint.wire_bytes);
+    EXPECT_TRUE(checkpoint.groups.empty());
+    ASSERT_EQ(served.groups.size(), 3u);
+    EXPECT_EQ(served.groups.at("fp8").elements, linear);
+    EXPECT_EQ(served.groups.at("fp8").elements + served.groups.at("scales").elements + served.groups.at("as is").elements,
+              served.elements);
+    EXPECT_EQ(served.groups.at("fp8").changed + served.groups.at("scales").changed + served.groups.at("as is").changed,
+              served.changed);
+    EXPECT_GT(served.groups.at("fp8").changed, 0u);
+    EXPECT_LT(served.groups.at("fp8").changed, checkpoint.changed);  // most one-ulp steps stay inside an E4M3 code
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CodecBench, RefusesBadOptionsByName) {
   struct Bad {
     void (*set)(CodecBenchOptions*);
@@ -167,6 +207,7 @@ TEST(CodecBench, RefusesBadOptionsByName) {
       {[](CodecBenchOptions* o) { o->repetitions = 0; }, "--reps"},
       {[](CodecBenchOptions* o) { o->rates = {100}; }, "change rates"},
       {[](CodecBenchOptions* o) { o->model = "huge"; }, "huge"},
+      {[](CodecBenchOptions* o) { o->serve_quant = "fp8-block"; }, "give --checkpoints"},
   };
   for (const Bad& bad : cases) {
     CodecBenchOptions o = tiny_options();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,19 @@ struct CodecBenchOptions {
   bool exhaustive = false;
   bool contexts = true;     // value packing contexts wherever smaller (--contexts auto with no link: slow-link choice)
   std::string checkpoints;  // a glob of HF checkpoint directories: their consecutive pairs are the cases
+  // With checkpoints: "fp8-block" also benches each pair as rollouts serving block FP8 receive it
+  // (layout/serve_quant.h), beside the checkpoint's own bf16 delta.
+  std::string serve_quant = "none";
 };
 
 // A per-repetition ratio over the repetitions: its median and range.
 struct Spread {
   double median = 0, min = 0, max = 0;
+};
+
+// Elements of one group of tensors (fp8 bytes, scales, ...) and how many of them changed.
+struct GroupCount {
+  uint64_t elements = 0, changed = 0;
 };
 
 struct CodecBenchRecord {
@@ -62,6 +71,10 @@ struct CodecBenchRecord {
   Spread threaded_encode_ratio, threaded_encode_to_threaded_memcpy;
   bool bitexact = false;
   std::string choices;  // how many frames took each value mode
+  // A served (quantized) case: its elements by what they are ("fp8", "scales", "as is"), and the wire
+  // bytes of the checkpoint's own delta of the same pair.
+  std::map<std::string, GroupCount> groups;
+  uint64_t checkpoint_wire_bytes = 0;
 };
 
 struct CodecBenchReport {
