@@ -46,6 +46,15 @@ class DeviceDelta {
   size_t scratch_bytes_ = 0;
 };
 
+// Block FP8 (dcr/layout/fp8_block.h), bit for bit as quantize_fp8_block on the CPU: the bf16 box
+// d_bf16 [rows, cols] (row pitch `pitch` elements; its first element on a block corner of its
+// tensor, its far edges on block edges or the tensor's own) into E4M3 bytes d_e4m3 (row pitch
+// out_pitch bytes) and scales d_scales [ceil(rows/128), ceil(cols/128)] (row pitch scale_pitch
+// floats). invalid_argument naming the first block, in row-major order, that holds a NaN or an
+// infinity (the outputs are then unspecified). Synchronizes `stream`, whose verdict it returns.
+Status quantize_fp8_block(const uint16_t* d_bf16, uint64_t rows, uint64_t cols, uint64_t pitch, uint8_t* d_e4m3,
+                          uint64_t out_pitch, float* d_scales, uint64_t scale_pitch, void* stream);
+
 namespace detail {
 
 // Unsigned type of a W-byte element.

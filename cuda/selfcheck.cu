@@ -1,5 +1,6 @@
 // dcr_cuda_selfcheck: checks DeviceDelta::diff and ::apply against the CPU reference (scan_changes,
-// gather_words, scatter_swap) byte for byte, then benchmarks them on 1 GiB of bf16 beside a
+// gather_words, scatter_swap) and quantize_fp8_block against the CPU's block-FP8 rule
+// (selfcheck_fp8.cu) byte for byte, then benchmarks them on 1 GiB of bf16 beside a
 // device-to-device cudaMemcpy. Exits 0 when all matches, 1 on the first mismatch or error, and
 // without a device 0 (77 with --require-gpu) after printing why it skipped.
 #include <cuda_runtime.h>
@@ -14,65 +15,15 @@
 
 #include "dcr/codec/scan.h"
 #include "dcr_cuda.h"
+#include "selfcheck_fp8.h"
+#include "selfcheck_support.h"
 
 namespace {
 
 using dcr::ValueMode;
-
-#define CHECK_CUDA(expr)                                                                   \
-  do {                                                                                     \
-    const cudaError_t check_err_ = (expr);                                                 \
-    if (check_err_ != cudaSuccess) {                                                       \
-      std::printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr,                       \
-                  cudaGetErrorString(check_err_));                                         \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
-
-#define CHECK_OK(expr)                                                                     \
-  do {                                                                                     \
-    const dcr::Status check_status_ = (expr);                                              \
-    if (!check_status_.is_ok()) {                                                          \
-      std::printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr,                       \
-                  check_status_.to_string().c_str());                                      \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
+using namespace selfcheck;
 
 const char* const kModeNames[] = {"xor_mask", "overwrite", "delta_sm", "delta_tc"};
-
-struct DeviceBuffer {
-  explicit DeviceBuffer(size_t bytes) { CHECK_CUDA(cudaMalloc(&p, std::max<size_t>(bytes, 1))); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <class T>
-  T* as() const { return static_cast<T*>(p); }
-  void* p = nullptr;
-};
-
-void copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  if (bytes != 0) CHECK_CUDA(cudaMemcpy(dst, src, bytes, kind));
-}
-
-struct Rng {  // splitmix64
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-};
-
-std::vector<uint8_t> random_bytes(uint64_t bytes, Rng& rng) {
-  std::vector<uint8_t> out(bytes);
-  for (uint64_t i = 0; i < bytes; i += 8) {
-    const uint64_t r = rng.next();
-    std::memcpy(out.data() + i, &r, std::min<uint64_t>(8, bytes - i));
-  }
-  return out;
-}
 
 // A copy of `base` where each element changes with probability `fraction` (every one at 1.0) to
 // another bit pattern; returns the number changed.
@@ -234,37 +185,8 @@ bool run_checks(dcr::cuda::DeviceDelta& delta) {
   return true;
 }
 
-struct Timing {
-  const char* name;
-  uint64_t bytes;
-  float ms;
-  double gbps() const { return bytes / (ms * 1e6); }
-};
-
-// Median of 10 timed runs of `run` after 2 warm-up runs; `prepare` runs untimed before each.
-template <class Prepare, class Run>
-float median_ms(cudaStream_t stream, Prepare prepare, Run run) {
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  std::vector<float> times;
-  for (int i = 0; i < 12; ++i) {
-    prepare();
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    run();
-    CHECK_CUDA(cudaEventRecord(stop, stream));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    if (i >= 2) times.push_back(ms);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return (times[4] + times[5]) / 2;
-}
-
-bool benchmark(dcr::cuda::DeviceDelta& delta, const char* json_path) {
+// `more`: timings of other kernels (block FP8), printed and written with these.
+bool benchmark(dcr::cuda::DeviceDelta& delta, const char* json_path, const std::vector<Timing>& more) {
   const unsigned w = 2;
   const uint64_t bytes = 1ull << 30, n = bytes / w;
   const double fraction = 0.03;
@@ -321,9 +243,8 @@ bool benchmark(dcr::cuda::DeviceDelta& delta, const char* json_path) {
 
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  const Timing rows[] = {{"diff", 2 * bytes, diff_ms},
-                         {"apply", bytes, apply_ms},
-                         {"memcpy_d2d", bytes, copy_ms}};
+  std::vector<Timing> rows = {{"diff", 2 * bytes, diff_ms}, {"apply", bytes, apply_ms}, {"memcpy_d2d", bytes, copy_ms}};
+  rows.insert(rows.end(), more.begin(), more.end());
   std::printf("\nbenchmark on %s: 1 GiB bf16 (%llu elements), %llu changed (3%%), mode %s\n",
               prop.name, (unsigned long long)n, (unsigned long long)expected,
               kModeNames[static_cast<int>(mode)]);
@@ -332,7 +253,9 @@ bool benchmark(dcr::cuda::DeviceDelta& delta, const char* json_path) {
     std::printf("%-11s %12llu %10.3f %10.1f\n", t.name, (unsigned long long)t.bytes, t.ms,
                 t.gbps());
   }
-  std::printf("(diff bytes: base + target read; apply and memcpy bytes: the array; GB = 1e9 B)\n");
+  std::printf("(diff bytes: base + target read; apply and memcpy bytes: the array; fp8_quantize bytes: the bf16\n"
+              " read (it writes half as many E4M3 bytes and a scale per 128 x 128 block); GB = 1e9 B)\n");
+  for (const Timing& t : more) std::printf("%s / memcpy_d2d: %.2f\n", t.name, t.gbps() / (bytes / (copy_ms * 1e6)));
 
   if (json_path != nullptr) {
     FILE* f = std::fopen(json_path, "w");
@@ -384,7 +307,10 @@ int main(int argc, char** argv) {
   if (!run_checks(delta)) return 1;
   std::printf("all diff/apply checks match the CPU reference (%.0f s)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (!benchmark(delta, json_path)) return 1;
+  if (!run_fp8_checks()) return 1;
+  std::printf("all block-FP8 checks match the CPU reference\n");
+  std::vector<Timing> fp8;
+  if (!benchmark_fp8(&fp8) || !benchmark(delta, json_path, fp8)) return 1;
   std::printf("dcr_cuda_selfcheck: all checks passed\n");
   return 0;
 }
