@@ -1,5 +1,5 @@
 # Finds every dependency once and exposes it as an imported target (dcr::name where the package
-# ships none). Required: Open MPI, UCX, HDF5, zstd, xxHash, OpenSSL 3, Boost.Program_options, nlohmann_json, libcurl,
+# ships none). Required: Open MPI, UCX, HDF5, zstd, xxHash, RE2, OpenSSL 3, Boost.Program_options, nlohmann_json, libcurl,
 # GoogleTest (with tests). Optional: CUDA toolkit + NCCL (DCR_CUDA=AUTO|ON|OFF).
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
@@ -22,6 +22,8 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 add_library(dcr::xxhash ALIAS PkgConfig::XXHASH)
 pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 add_library(dcr::ucx ALIAS PkgConfig::UCX)
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)  # model-family patterns, matched in linear time
+add_library(dcr::re2 ALIAS PkgConfig::RE2)
 
 add_library(dcr_hdf5 INTERFACE)
 target_include_directories(dcr_hdf5 INTERFACE ${HDF5_INCLUDE_DIRS})

@@ -10,6 +10,7 @@ packages=(
   libhdf5-dev hdf5-tools              # HDF5: snapshots and checkpoints (h5dump)
   libzstd-dev zstd                    # zstd: entropy stage
   libxxhash-dev                       # XXH3 hashes
+  libre2-dev                          # RE2: model-family patterns matched in linear time (no backtracking)
   libssl-dev                          # OpenSSL 3: HMAC-SHA-256 and AES-256-GCM sealed frames
   libcurl4-openssl-dev                # libcurl with SigV4: the S3 object store (src/store)
   ceph-mon ceph-osd radosgw           # a real S3 server for the store tests (scripts/s3_server.sh):

@@ -1,15 +1,22 @@
 #include "dcr/layout/model_rules.h"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+
+#include "dcr/layout/model_config.h"
+#include "src/core/files.h"
 
 namespace dcr {
 
 namespace {
 
 using json = nlohmann::json;
+
+constexpr uint64_t kMaxFamilyFileBytes = 1 << 20;
+constexpr int kMaxGroups = 99;  // $1 .. $99
 
 struct KindName {
   SplitKind kind;
@@ -39,15 +46,13 @@ Status parse_kind(const std::string& name, SplitKind* out) {
   return Status(Code::invalid_argument, "unknown kind \"" + name + "\" (kinds: " + valid + ")");
 }
 
-Status read_json(const std::string& path, json* out) {
-  std::ifstream in(path);
-  DCR_REQUIRE(in.is_open(), Code::not_found, "cannot open '" + path + "'");
-  try {
-    *out = json::parse(in);
-  } catch (const json::exception& e) {
-    return Status(Code::invalid_argument, "'" + path + "' is not valid JSON: " + e.what());
-  }
-  return Status::ok();
+// A JSON value for a message: scalars as they are (cut at 80 characters), containers by kind, so
+// no value of an untrusted file is dumped whole.
+std::string brief(const json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  const std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
 }
 
 template <typename T>
@@ -56,14 +61,37 @@ Status optional_field(const json& object, const char* key, T* out) {
   try {
     *out = object.at(key).get<T>();
   } catch (const json::exception&) {
-    return Status(Code::invalid_argument, std::string("\"") + key + "\" has the wrong type: " + object.at(key).dump());
+    return Status(Code::invalid_argument, std::string("\"") + key + "\" has the wrong type: " + brief(object.at(key)));
   }
   return Status::ok();
 }
 
+// The $n references of a template: each names a group the pattern has; '$' otherwise only as "$$".
+Status check_template(const std::string& text, int groups, const char* field) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$') continue;
+    if (i + 1 < text.size() && text[i + 1] == '$') {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < text.size() && end < i + 3 && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    DCR_REQUIRE(end > i + 1, Code::invalid_argument,
+                std::string("\"") + field + "\" \"" + text + "\": a '$' must be followed by a group number ($$ for '$')");
+    const int n = std::atoi(text.substr(i + 1, end - i - 1).c_str());
+    DCR_REQUIRE(n >= 1 && n <= groups, Code::invalid_argument,
+                std::string("\"") + field + "\" \"" + text + "\" uses $" + std::to_string(n) + ", but the pattern has " +
+                    std::to_string(groups) + " group(s)");
+    i = end - 1;
+  }
+  return Status::ok();
+}
+
+int groups_of(const Pattern& p) { return p->NumberOfCapturingGroups(); }
+
 Status parse_rule(const json& r, FamilyRule* rule) {
   DCR_REQUIRE(r.is_object() && r.contains("pattern") && r.contains("kind"), Code::invalid_argument,
-              "a rule needs \"pattern\" and \"kind\": " + r.dump());
+              "a rule needs \"pattern\" and \"kind\" (got " + brief(r) + ")");
   std::string kind;
   DCR_TRY(optional_field(r, "pattern", &rule->pattern));
   DCR_TRY(optional_field(r, "kind", &kind));
@@ -78,14 +106,34 @@ Status parse_rule(const json& r, FamilyRule* rule) {
     DCR_TRY(optional_field(r, "quantize", &quantize));
     rule->quantize = quantize ? 1 : 0;
   }
-  try {
-    rule->regex = std::regex(rule->pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return Status(Code::invalid_argument, "pattern \"" + rule->pattern + "\" is not a regex: " + e.what());
+  if (r.contains("shape")) {
+    const json& shape = r["shape"];
+    DCR_REQUIRE(shape.is_array() && shape.size() <= 8, Code::invalid_argument,
+                "\"shape\" must be a list of at most 8 config.json keys or nulls (got " + brief(shape) + ")");
+    for (const json& key : shape) {
+      DCR_REQUIRE(key.is_null() || key.is_string(), Code::invalid_argument,
+                  "\"shape\" entries are config.json keys or null (got " + brief(key) + ")");
+      rule->shape.push_back(key.is_null() ? "" : key.get<std::string>());
+    }
   }
+  DCR_TRY(compile_pattern(rule->pattern, &rule->regex));
+  const int groups = groups_of(rule->regex);
+  DCR_TRY(check_template(rule->serve, groups, "serve").with_context("rule \"" + rule->pattern + "\""));
+  DCR_TRY(check_template(rule->member, groups, "member").with_context("rule \"" + rule->pattern + "\""));
+  DCR_TRY(check_template(rule->expert, groups, "expert").with_context("rule \"" + rule->pattern + "\""));
+  DCR_REQUIRE(rule->members.size() <= kMaxMembers, Code::invalid_argument,
+              "rule \"" + rule->pattern + "\" lists " + std::to_string(rule->members.size()) + " members (at most " +
+                  std::to_string(kMaxMembers) + ")");
   const bool member_kind = is_member_kind(rule->kind);
   DCR_REQUIRE(!member_kind || (!rule->member.empty() && !rule->members.empty() && !rule->serve.empty()),
               Code::invalid_argument, "rule \"" + rule->pattern + "\": kind " + kind + " needs \"member\", \"members\" and \"serve\"");
+  DCR_REQUIRE(rule->kind != SplitKind::qkv || rule->members.size() == 3, Code::invalid_argument,
+              "rule \"" + rule->pattern + "\": kind qkv takes three members, query first, then key and value (got " +
+                  std::to_string(rule->members.size()) + ")");
+  const auto q = std::find(rule->members.begin(), rule->members.end(), "q");
+  DCR_REQUIRE(rule->kind != SplitKind::qkv || q == rule->members.begin() || q == rule->members.end(), Code::invalid_argument,
+              "rule \"" + rule->pattern + "\": kind qkv lists its members query first (\"q\", \"k\", \"v\"); this "
+              "rule lists \"" + rule->members[0] + "\" first");
   DCR_REQUIRE(!is_expert_kind(rule->kind) || (!rule->expert.empty() && !rule->serve.empty()), Code::invalid_argument,
               "rule \"" + rule->pattern + "\": kind " + kind + " needs \"expert\" and \"serve\"");
   return Status::ok();
@@ -95,53 +143,89 @@ Status parse_family(const json& doc, ModelFamily* f) {
   DCR_REQUIRE(doc.is_object() && doc.contains("rules") && doc["rules"].is_array(), Code::invalid_argument,
               "needs an object with a \"rules\" array");
   DCR_TRY(optional_field(doc, "family", &f->name));
+  DCR_REQUIRE(doc.find("vocab_padding") == doc.end() || doc["vocab_padding"].is_number_integer(), Code::invalid_argument,
+              "\"vocab_padding\" must be a whole number (got " + brief(doc.value("vocab_padding", json())) + ")");
   DCR_TRY(optional_field(doc, "vocab_padding", &f->vocab_padding));
-  DCR_REQUIRE(f->vocab_padding >= 1, Code::invalid_argument, "\"vocab_padding\" must be at least 1");
+  DCR_REQUIRE(f->vocab_padding >= 1 && f->vocab_padding <= kMaxVocabPadding, Code::invalid_argument,
+              "\"vocab_padding\" must be in [1, " + std::to_string(kMaxVocabPadding) + "] (vLLM pads to 64), got " +
+                  std::to_string(f->vocab_padding));
   if (doc.contains("match")) {
     DCR_TRY(optional_field(doc["match"], "model_type", &f->model_types));
     DCR_TRY(optional_field(doc["match"], "architectures", &f->architectures));
   }
-  for (const json& r : doc["rules"]) {
+  if (doc.contains("layer")) {
+    DCR_TRY(optional_field(doc, "layer", &f->layer));
+    DCR_TRY(compile_pattern(f->layer, &f->layer_regex).with_context("\"layer\""));
+    DCR_REQUIRE(groups_of(f->layer_regex) >= 1, Code::invalid_argument,
+                "\"layer\" \"" + f->layer + "\" needs a group: the layer index");
+  }
+  const json& rules = doc["rules"];
+  DCR_REQUIRE(rules.size() <= kMaxFamilyRules, Code::invalid_argument,
+              "\"rules\" lists " + std::to_string(rules.size()) + " rules (at most " + std::to_string(kMaxFamilyRules) + ")");
+  for (const json& r : rules) {
     f->rules.emplace_back();
     DCR_TRY(parse_rule(r, &f->rules.back()));
   }
   return Status::ok();
 }
 
-std::string expand(const std::smatch& m, const std::string& format) {
-  return format.empty() ? std::string() : m.format(format);
+// A rule's template with $n replaced by group n of the match (and $$ by '$').
+std::string expand(const std::vector<std::string>& groups, const std::string& format) {
+  std::string out;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '$') {
+      out += format[i];
+      continue;
+    }
+    if (format[i + 1] == '$') {  // templates were checked: '$' is followed by '$' or a group number
+      out += '$';
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < format.size() && end < i + 3 && std::isdigit(static_cast<unsigned char>(format[end]))) ++end;
+    out += groups[std::atoi(format.substr(i + 1, end - i - 1).c_str()) - 1];
+    i = end - 1;
+  }
+  return out;
+}
+
+// Whether `name` matches `p` whole; *groups gets its captured groups.
+bool full_match(const std::string& name, const Pattern& p, std::vector<std::string>* groups) {
+  const int n = groups_of(p);
+  groups->assign(n, "");
+  std::vector<re2::RE2::Arg> args(n);
+  std::vector<const re2::RE2::Arg*> pointers(n);
+  for (int i = 0; i < n; ++i) {
+    args[i] = re2::RE2::Arg(&(*groups)[i]);
+    pointers[i] = &args[i];
+  }
+  return re2::RE2::FullMatchN(name, *p, pointers.data(), n);
 }
 
 Status parse_index(const std::string& text, const std::string& what, int64_t* out) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  DCR_REQUIRE(!text.empty() && *end == '\0' && v >= 0, Code::invalid_argument,
-              what + " \"" + text + "\" is not a non-negative integer");
-  *out = v;
+  DCR_REQUIRE(!text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos,
+              Code::invalid_argument, what + " \"" + text + "\" is not a whole number below 10^9");
+  *out = std::atoll(text.c_str());
   return Status::ok();
 }
 
-Status apply_rule(const FamilyRule& rule, const std::smatch& m, const ModelDims& dims, TensorRule* out) {
+Status apply_rule(const FamilyRule& rule, const std::vector<std::string>& groups, TensorRule* out) {
   out->matched = true;
   out->kind = rule.kind;
-  out->serve = expand(m, rule.serve);
-  out->dropped = rule.dropped_if_tied && dims.tied;
+  out->serve = expand(groups, rule.serve);
   out->quantize = rule.quantize;
+  out->pattern = rule.pattern;
+  out->shape = rule.shape;
   if (!rule.member.empty()) {
-    const std::string member = expand(m, rule.member);
+    const std::string member = expand(groups, rule.member);
     const auto it = std::find(rule.members.begin(), rule.members.end(), member);
     DCR_REQUIRE(it != rule.members.end(), Code::invalid_argument,
                 "member \"" + member + "\" is not one of the rule's members (pattern \"" + rule.pattern + "\")");
     out->member = static_cast<int>(it - rule.members.begin());
     out->members = static_cast<int>(rule.members.size());
   }
-  if (!rule.expert.empty()) DCR_TRY(parse_index(expand(m, rule.expert), "expert index", &out->expert));
-  return Status::ok();
-}
-
-Status positive_int(const json& config, const char* key, int64_t* out) {
-  DCR_TRY(optional_field(config, key, out));
-  DCR_REQUIRE(*out >= 0, Code::invalid_argument, std::string("\"") + key + "\" must not be negative");
+  if (!rule.expert.empty()) DCR_TRY(parse_index(expand(groups, rule.expert), "expert index", &out->expert));
   return Status::ok();
 }
 
@@ -156,18 +240,42 @@ std::string models_dir() {
 #endif
 }
 
+Status compile_pattern(const std::string& text, Pattern* out) {
+  DCR_REQUIRE(text.size() <= kMaxPatternBytes, Code::invalid_argument,
+              "pattern of " + std::to_string(text.size()) + " bytes (at most " + std::to_string(kMaxPatternBytes) + ")");
+  re2::RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(8 << 20);  // a bounded automaton: RE2 refuses patterns that need more
+  auto re = std::make_shared<re2::RE2>(text, options);
+  DCR_REQUIRE(re->ok(), Code::invalid_argument,
+              "pattern \"" + text + "\" is not a regex RE2 takes: " + re->error() +
+                  " (RE2 syntax: no backreferences or lookaround)");
+  DCR_REQUIRE(re->NumberOfCapturingGroups() <= kMaxGroups, Code::invalid_argument,
+              "pattern \"" + text + "\" has more than " + std::to_string(kMaxGroups) + " groups");
+  *out = std::move(re);
+  return Status::ok();
+}
+
+Status parse_model_family(const std::string& text, const std::string& file, ModelFamily* out) {
+  json doc = json::parse(text, nullptr, false);
+  DCR_REQUIRE(!doc.is_discarded(), Code::invalid_argument, "model family file '" + file + "' is not valid JSON");
+  ModelFamily f;
+  f.file = file;
+  DCR_TRY(parse_family(doc, &f).with_context("model family file '" + file + "'"));
+  if (f.name.empty()) f.name = std::filesystem::path(file).stem().string();
+  *out = std::move(f);
+  return Status::ok();
+}
+
 Status load_model_family(const std::string& name_or_path, ModelFamily* out) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? name_or_path : models_dir() + "/" + name_or_path + ".json";
-  json doc;
-  DCR_TRY(read_json(path, &doc).with_context("model family '" + name_or_path + "'"));
-  ModelFamily f;
-  f.file = path;
-  DCR_TRY(parse_family(doc, &f).with_context("model family file '" + path + "'"));
-  if (f.name.empty()) f.name = std::filesystem::path(path).stem().string();
-  *out = std::move(f);
-  return Status::ok();
+  std::vector<uint8_t> bytes;
+  const std::string context = "model family '" + name_or_path + "'";
+  DCR_TRY(files::check_regular_file(path, kMaxFamilyFileBytes, nullptr).with_context(context));
+  DCR_TRY(files::read_whole(path, &bytes).with_context(context));
+  return parse_model_family(std::string(bytes.begin(), bytes.end()), path, out);
 }
 
 Status pick_model_family(const json& config, ModelFamily* out) {
@@ -206,38 +314,30 @@ Status pick_model_family(const json& config, ModelFamily* out) {
                                      "; name one with --model-family, or add a file: see README)");
 }
 
-Status model_dims(const json& config, ModelDims* out) {
-  DCR_REQUIRE(config.is_object(), Code::invalid_argument, "config.json is not a JSON object");
-  ModelDims d;
-  DCR_TRY(positive_int(config, "num_attention_heads", &d.heads));
-  DCR_TRY(positive_int(config, "num_key_value_heads", &d.kv_heads));
-  if (d.kv_heads == 0) d.kv_heads = d.heads;
-  DCR_TRY(positive_int(config, "head_dim", &d.head_dim));
-  int64_t hidden = 0;
-  DCR_TRY(positive_int(config, "hidden_size", &hidden));
-  if (d.head_dim == 0 && d.heads > 0) d.head_dim = hidden / d.heads;
-  DCR_TRY(positive_int(config, "num_local_experts", &d.experts));
-  if (d.experts == 0) DCR_TRY(positive_int(config, "num_experts", &d.experts));
-  DCR_TRY(optional_field(config, "tie_word_embeddings", &d.tied));
-  *out = d;
-  return Status::ok();
-}
-
 Status resolve_rules(const ModelFamily& family, const ModelDims& dims, const Manifest& manifest, ModelRules* out) {
   ModelRules rules;
   rules.family = family.name;
   rules.file = family.file;
   rules.vocab_padding = family.vocab_padding;
   rules.dims = dims;
+  rules.has_layers = family.layer_regex != nullptr;
   rules.tensors.resize(manifest.tensors.size());
+  std::vector<std::string> groups;
   for (size_t id = 0; id < manifest.tensors.size(); ++id) {
     const std::string& name = manifest.tensors[id].name;
+    const std::string where = "tensor '" + name + "' in model family file '" + family.file + "'";
     for (const FamilyRule& rule : family.rules) {
-      std::smatch m;
-      if (!std::regex_match(name, m, rule.regex)) continue;
-      DCR_TRY(apply_rule(rule, m, dims, &rules.tensors[id])
-                  .with_context("tensor '" + name + "' in model family file '" + family.file + "'"));
+      if (!full_match(name, rule.regex, &groups)) continue;
+      DCR_TRY(apply_rule(rule, groups, &rules.tensors[id]).with_context(where));
+      DCR_REQUIRE(!(rule.dropped_if_tied && dims.tied), Code::invalid_argument,
+                  "config.json says tie_word_embeddings: true, but the checkpoint holds '" + name +
+                      "', which a tied model does not have (rule \"" + rule.pattern + "\" in '" + family.file +
+                      "'): vLLM would serve the embedding in its place. Set tie_word_embeddings to false if it was "
+                      "trained apart, or leave it out of the checkpoint");
       break;
+    }
+    if (family.layer_regex && full_match(name, family.layer_regex, &groups)) {
+      DCR_TRY(parse_index(groups[0], "layer index of '" + name + "'", &rules.tensors[id].layer));
     }
   }
   *out = std::move(rules);
@@ -255,7 +355,8 @@ Status rules_for_model(const std::string& name, const json& config, const Manife
   }
   ModelDims dims;
   if (!config.is_null()) DCR_TRY(model_dims(config, &dims).with_context("config.json"));
-  return resolve_rules(family, dims, manifest, out);
+  DCR_TRY(resolve_rules(family, dims, manifest, out));
+  return config.is_null() ? Status::ok() : check_config(config, manifest, *out);
 }
 
 Status check_matched(const Manifest& manifest, const ModelRules& rules, uint32_t id) {

@@ -20,7 +20,7 @@ Status quantized(const Manifest& model, const ModelRules& rules, uint32_t id, bo
   const TensorDesc& t = model.tensors[id];
   const TensorRule& rule = rules.tensors[id];
   *out = rule.quantize == 1 || (rule.quantize == -1 && linear_kind(rule.kind) && t.shape.size() == 2 && !t.is_buffer);
-  if (!*out || rule.dropped) return *out = false, Status::ok();
+  if (!*out) return Status::ok();
   const std::string where = "--serve-quant fp8-block: tensor '" + t.name + "'";
   DCR_REQUIRE(rule.kind != SplitKind::vocab, Code::invalid_argument,
               where + " is a vocabulary table; embeddings and lm_head are served as they are (drop \"quantize\" "

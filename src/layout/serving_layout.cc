@@ -30,7 +30,6 @@ std::vector<BufferPlan> plan_buffers(const Manifest& m, const ServingLayout& lay
   std::map<std::string, size_t> index;
   for (uint32_t id = 0; id < m.tensors.size(); ++id) {
     const TensorRule& rule = layout.rules->tensors[id];
-    if (rule.dropped) continue;
     const bool fused = !rule.serve.empty() && (layout.fuse || is_expert(rule.kind));
     const std::string name = fused ? rule.serve : m.tensors[id].name;
     const auto it = index.emplace(name, plans.size());

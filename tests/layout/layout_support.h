@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -140,7 +139,7 @@ inline ModelRules rules_of(const Manifest& m, const std::string& whole = "") {
   if (!whole.empty()) {
     FamilyRule rule;
     rule.pattern = whole;
-    rule.regex = std::regex(whole);
+    EXPECT_TRUE(compile_pattern(whole, &rule.regex).is_ok());
     family.rules.push_back(rule);
   }
   ModelRules rules;

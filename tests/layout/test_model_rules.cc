@@ -7,6 +7,9 @@
 #include <fstream>
 #include <set>
 
+#include <chrono>
+
+#include "dcr/layout/model_config.h"
 #include "dcr/layout/model_rules.h"
 #include "dcr/layout/serving_layout.h"
 #include "layout/layout_support.h"
@@ -65,15 +68,56 @@ TEST(ModelRules, BadFamilyFilesAreRefusedNamingTheField) {
     EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
     EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
   };
-  refused(R"({"rules": [{"pattern": "x", "kind": "diagonal"}]})", "diagonal");
-  refused(R"({"rules": [{"pattern": "(", "kind": "row"}]})", "not a regex");
-  refused(R"({"rules": [{"pattern": "q", "kind": "qkv"}]})", "needs \"member\"");
-  refused(R"({"rules": [{"pattern": "e", "kind": "expert_row"}]})", "needs \"expert\"");
-  refused(R"({"rules": {}})", "rules");
-  refused(R"({"rules": [], "vocab_padding": "64"})", "vocab_padding");
+  refused(R"J({"rules": [{"pattern": "x", "kind": "diagonal"}]})J", "diagonal");
+  refused(R"J({"rules": [{"pattern": "(", "kind": "row"}]})J", "not a regex RE2 takes");
+  refused(R"J({"rules": [{"pattern": "(a)\\1", "kind": "row"}]})J", "no backreferences");
+  refused(R"J({"rules": [{"pattern": "(a)", "kind": "row", "serve": "x.$9"}]})J", "uses $9, but the pattern has 1 group");
+  refused(R"J({"rules": [{"pattern": "(a)", "kind": "row", "serve": "x.$"}]})J", "must be followed by a group number");
+  refused(R"J({"rules": [], "vocab_padding": 1099511627776})J", "\"vocab_padding\" must be in [1, 65536]");
+  refused(R"J({"rules": [], "vocab_padding": 0.5})J", "\"vocab_padding\" must be a whole number");
+  refused(R"J({"rules": [{"pattern": "(k|q|v)", "kind": "qkv", "serve": "qkv", "member": "$1", "members": ["k", "q", "v"]}]})J",
+          "lists its members query first");
+  refused(R"J({"rules": [{"pattern": "x", "kind": "row", "shape": [3]}]})J", "\"shape\" entries are config.json keys");
+  refused(R"({"rules": [{"pattern": ")" + std::string(2000, 'a') + R"(", "kind": "row"}]})", "at most 1024");
+  refused(R"J({"rules": [[[[[[1]]]]]]})J", "a rule needs \"pattern\" and \"kind\" (got an array)");
+  refused(R"J({"rules": [{"pattern": "q", "kind": "qkv"}]})J", "needs \"member\"");
+  refused(R"J({"rules": [{"pattern": "e", "kind": "expert_row"}]})J", "needs \"expert\"");
+  refused(R"J({"rules": {}})J", "rules");
+  refused(R"J({"rules": [], "vocab_padding": "64"})J", "vocab_padding");
   std::remove(path.c_str());
   ModelFamily f;
   EXPECT_EQ(load_model_family("no_such_family", &f).code(), Code::not_found);
+}
+
+// Patterns match in time linear in the name: one that backtracks catastrophically under a
+// backtracking matcher resolves 2,000 long names at once.
+TEST(ModelRules, ABacktrackingPatternCannotHangSetUp) {
+  ModelFamily f;
+  ASSERT_TRUE(parse_model_family(R"J({"rules": [{"pattern": "(m|o|d)*(.*)*(.*)*x", "kind": "replicated"}]})J", "bt.json", &f)
+                  .is_ok());
+  Manifest m;
+  for (int i = 0; i < 2000; ++i) m.tensors.push_back(tensor("model.layers." + std::to_string(i) + std::string(200, 'm') + ".weight", {2}));
+  ModelRules rules;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(resolve_rules(f, ModelDims{}, m, &rules).is_ok());
+  EXPECT_FALSE(rules.tensors[0].matched);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+}
+
+TEST(ModelRules, ATiedCheckpointHoldingItsLmHeadIsRefused) {
+  Manifest m;
+  m.tensors = {tensor("model.embed_tokens.weight", {100, 8}), tensor("lm_head.weight", {100, 8})};
+  ModelFamily f;
+  ASSERT_TRUE(load_model_family("llama", &f).is_ok());
+  ModelRules rules;
+  ModelDims tied;
+  tied.tied = true;
+  const Status s = resolve_rules(f, tied, m, &rules);
+  EXPECT_EQ(s.code(), Code::invalid_argument);
+  EXPECT_NE(s.message().find("tie_word_embeddings: true, but the checkpoint holds 'lm_head.weight'"), std::string::npos)
+      << s.message();
+  m.tensors.pop_back();
+  EXPECT_TRUE(resolve_rules(f, tied, m, &rules).is_ok());
 }
 
 TEST(ModelRules, KvHeadsReplicateWhenTpExceedsThem) {

@@ -1,18 +1,24 @@
 // Model-family rules as data: which tensor-parallel split each checkpoint tensor takes and which
 // serving buffer it is loaded into. A family file (configs/models/<family>.json) maps tensor-name
 // patterns to a kind and a serving name; a checkpoint's config.json gives the head counts, the
-// vocabulary and whether embeddings are tied. No tensor-name rule lives in C++.
+// vocabulary and whether embeddings are tied (model_config.h). No tensor-name rule lives in C++.
+// Patterns are RE2 regular expressions (https://github.com/google/re2/wiki/Syntax), matched in time
+// linear in the name: no pattern can make set-up hang.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dcr/core/status.h"
 #include "dcr/core/tensor.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace dcr {
 
@@ -34,17 +40,25 @@ struct ModelDims {
   bool tied = false;  // tie_word_embeddings
 };
 
+// Bounds on a family file, checked before anything is made from it.
+constexpr size_t kMaxFamilyRules = 4096, kMaxPatternBytes = 1024, kMaxMembers = 64;
+constexpr int64_t kMaxVocabPadding = 1 << 16;
+
+// A compiled pattern (shared: rules are copied).
+using Pattern = std::shared_ptr<const re2::RE2>;
+
 // One rule of a family file.
 struct FamilyRule {
-  std::string pattern;  // ECMAScript regex matched against the whole tensor name
-  std::regex regex;
+  std::string pattern;  // RE2 pattern matched against the whole tensor name
+  Pattern regex;
   SplitKind kind = SplitKind::replicated;
   std::string serve;    // serving buffer name, with $1.. from the pattern's groups; empty: the tensor's name
   std::string member;   // member name (with $n), one of `members`
   std::vector<std::string> members;
   std::string expert;   // expert index (with $n) for expert kinds
-  bool dropped_if_tied = false;  // not served when the embeddings are tied (lm_head)
+  bool dropped_if_tied = false;  // absent when the embeddings are tied (lm_head): a tied checkpoint holding it is refused
   int quantize = -1;             // "quantize": served block-quantized (1) or as it is (0); -1: by kind (serve_quant.h)
+  std::vector<std::string> shape;  // "shape": per dim, the config.json count it must equal ("": any)
 };
 
 struct ModelFamily {
@@ -52,6 +66,8 @@ struct ModelFamily {
   std::vector<std::string> model_types, architectures;  // config.json values that pick this family
   int64_t vocab_padding = 64;
   std::vector<FamilyRule> rules;
+  std::string layer;   // "layer": a pattern whose group 1 is a tensor's layer index (num_hidden_layers)
+  Pattern layer_regex;
 };
 
 // What one manifest tensor resolved to.
@@ -61,8 +77,10 @@ struct TensorRule {
   std::string serve;   // serving buffer (the tensor's own name unless fused)
   int member = 0, members = 1;
   int64_t expert = -1;
-  bool dropped = false;  // held by no serving rank (tied lm_head)
   int quantize = -1;     // the rule's "quantize" (-1: not said)
+  std::string pattern;   // the rule that matched (for messages)
+  std::vector<std::string> shape;  // its "shape"
+  int64_t layer = -1;    // the layer index the family's "layer" pattern finds in the name
   // Block-quantized serving (serve_quant.h): a weight's parts, at training and at serving, fall on
   // whole `block` x `block` blocks; a scale grid (scales_of: the weight it scales) takes the parts of
   // its weight in block units.
@@ -74,6 +92,7 @@ struct ModelRules {
   std::string family, file;
   int64_t vocab_padding = 64;
   ModelDims dims;
+  bool has_layers = false;  // the family has a "layer" pattern
   std::vector<TensorRule> tensors;  // one per manifest tensor
 };
 
@@ -83,20 +102,23 @@ std::string models_dir();
 // A family by name (models_dir()/<name>.json) or by path (anything with '/' or ending in .json).
 // not_found or invalid_argument naming the file and the bad field.
 Status load_model_family(const std::string& name_or_path, ModelFamily* out);
+// A family from the text of a family file (`file` names it in messages).
+Status parse_model_family(const std::string& text, const std::string& file, ModelFamily* out);
+// Compiles `text` into *out; invalid_argument for a pattern that is too long or not RE2 syntax.
+Status compile_pattern(const std::string& text, Pattern* out);
 
 // The family whose model_types holds config.json's "model_type", else whose architectures holds
 // one of its "architectures"; not_found listing the families when none does.
 Status pick_model_family(const nlohmann::json& config, ModelFamily* out);
 
-// Sizes from a parsed config.json; invalid_argument naming the key for a wrong type or value.
-Status model_dims(const nlohmann::json& config, ModelDims* out);
-
 // The first rule matching each tensor (unmatched tensors stay replicated with matched = false).
-// invalid_argument naming the tensor for a member outside its rule's members or a bad expert index.
+// invalid_argument naming the tensor for a member outside its rule's members or a bad expert index,
+// and for a tensor its rule says is absent when the embeddings are tied (dims.tied).
 Status resolve_rules(const ModelFamily& family, const ModelDims& dims, const Manifest& manifest, ModelRules* out);
 
 // The rules for a model: the family named (a name or a path), else the one config.json picks, else
-// (no config.json: null) dcr's presets' family "dcr"; sizes from config.json.
+// (no config.json: null) dcr's presets' family "dcr"; sizes from config.json, which is checked
+// against the weights (model_config.h).
 Status rules_for_model(const std::string& family, const nlohmann::json& config, const Manifest& manifest,
                        ModelRules* out);
 

@@ -1,7 +1,7 @@
 // Where a rollout (serving) rank keeps the canonical model: vLLM's per-rank layout
 // (shared/SERVING_LAYOUT.md), driven by the model family's rules (model_rules.h): fused q/k/v and
 // gate/up buffers, KV heads replicated when tp exceeds them, row-parallel biases whole, the
-// vocabulary padded and split in equal bands, tied lm_head dropped, and experts fused into w13 / w2
+// vocabulary padded and split in equal bands, and experts fused into w13 / w2
 // per local expert with expert parallelism.
 #pragma once
 
