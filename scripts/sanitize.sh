@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the hostile-input reproducers, the damaged-state resumes and the sealed-frame cases (forged,
+# Runs the hostile-input reproducers (files and the model surfaces), the damaged-state resumes and the sealed-frame cases (forged,
 # unsealed and tampered frames, key rotation) against a dcr built with ASan and
 # UBSan (clang, in build-fuzz, the configuration scripts/fuzz.sh makes): every case must end in its
 # clear error or its correct resume with no sanitizer report (reports exit 99, not 1 or 2).
@@ -11,6 +11,7 @@ cmake --build build-fuzz -j"$(nproc)" --target dcr_cli
 # Open MPI and UCX keep allocations until exit: leak reports from them are not ours.
 export ASAN_OPTIONS=detect_leaks=0:exitcode=99:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:exitcode=99
 tests/hostile/hostile_inputs.sh build-fuzz/dcr
+tests/hostile/hostile_models.sh build-fuzz/dcr
 tests/fault/damaged_journals.sh build-fuzz/dcr
 tests/fault/untrusted_state.sh build-fuzz/dcr
 tests/fault/sealed_frames.sh build-fuzz/dcr

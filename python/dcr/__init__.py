@@ -277,7 +277,13 @@ class Rollout(_Endpoint):
     _new = "dcr_rollout_new"
 
     def attach(self, arrays):
-        """The caller's buffers, one per entry of self.buffers, in order; kept alive and in place."""
+        """The caller's buffers, one per entry of self.buffers, in order; kept alive and in place.
+        dcr writes into them, so a read-only numpy array is refused."""
+        for a, b in zip(arrays, self.buffers):
+            flags = getattr(a, "flags", None)
+            if flags is not None and not flags["WRITEABLE"]:
+                raise DcrError(1, f"buffer '{b['name']}' is a read-only array (writeable=False): a rollout writes "
+                                  "every version into its buffers in place")
         self._attached = list(arrays)
         buffers, n = _buffers(self._attached, [b["dtype"] for b in self.buffers])
         _check(_lib.dcr_rollout_attach(self._handle, buffers, n))

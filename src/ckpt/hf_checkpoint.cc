@@ -56,6 +56,9 @@ Status read_index(const std::string& path, std::map<std::string, std::string>* w
     DCR_REQUIRE(item.value().is_string(), Code::invalid_argument,
                 "'" + path + "': the shard of tensor '" + item.key() + "' is not a file name");
     const std::string file = item.value().get<std::string>();
+    DCR_REQUIRE(!has_control(file) && !has_control(item.key()), Code::invalid_argument,
+                "'" + path + "': tensor '" + printable(item.key()) + "' names shard '" + printable(file) +
+                    "': a control character in a name (a NUL would cut it short)");
     DCR_REQUIRE(file.find('/') == std::string::npos && file != ".." && !file.empty(), Code::invalid_argument,
                 "'" + path + "': tensor '" + item.key() + "' names shard '" + file + "' outside the checkpoint");
     (*weight_map)[item.key()] = file;

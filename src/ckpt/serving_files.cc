@@ -18,11 +18,69 @@ Status write_serving_shard(const std::string& dir, int tp_rank, const Shard& sha
   });
 }
 
-Status write_serving_version(const std::string& dir, uint64_t version, uint64_t manifest_hash) {
-  char text[96];
-  const int n = std::snprintf(text, sizeof text, "version %llu\nmanifest %016llx\n", static_cast<unsigned long long>(version),
-                              static_cast<unsigned long long>(manifest_hash));
+Status write_serving_version(const std::string& dir, uint64_t version, const ServingDirLayout& layout) {
+  char text[128];
+  const int n = std::snprintf(text, sizeof text, "version %llu\nmanifest %016llx\nlayout tp %d ep %d\n",
+                              static_cast<unsigned long long>(version),
+                              static_cast<unsigned long long>(layout.manifest_hash), layout.tp, layout.ep);
   return files::write_atomic(dir + "/version", {{text, static_cast<size_t>(n)}}, true);
+}
+
+namespace {
+
+// What an earlier job wrote into DIR/version: its version, manifest and layout (0 where absent).
+struct PublishedVersion {
+  unsigned long long version = 0, manifest = 0;
+  int tp = 0, ep = 0;
+};
+
+Status read_published(const std::string& path, bool* found, PublishedVersion* out) {
+  std::vector<uint8_t> bytes;
+  DCR_TRY(files::read_whole(path, &bytes, found).with_context("--serve-dir"));
+  const std::string text(bytes.begin(), bytes.end());
+  const int fields = std::sscanf(text.c_str(), "version %llu\nmanifest %llx\nlayout tp %d ep %d", &out->version,
+                                 &out->manifest, &out->tp, &out->ep);
+  DCR_REQUIRE(!*found || fields >= 2, Code::invalid_argument,
+              "'" + path + "' is not a dcr version file; remove it, or publish into another directory");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status check_serving_dir(const std::string& dir, const ServingDirLayout& layout) {
+  DCR_TRY(files::make_dirs(dir).with_context("--serve-dir"));
+  const std::string probe = dir + "/.dcr-write-check";
+  DCR_TRY(files::write_atomic(probe, {{"x", 1}}, false).with_context("--serve-dir: '" + dir + "' cannot be written"));
+  std::remove(probe.c_str());
+  std::vector<std::string> names;
+  DCR_TRY(files::list_dir(dir, &names));
+  const std::string remedy = ": it was published by a job of another layout; remove the directory's files, or publish "
+                             "into an empty one";
+  for (const std::string& name : names) {
+    int rank = 0, part = 0, end = 0;
+    if (std::sscanf(name.c_str(), "model-rank-%d-part-%d.safetensors%n", &rank, &part, &end) != 2 ||
+        end != static_cast<int>(name.size())) {
+      continue;
+    }
+    DCR_REQUIRE(rank < layout.tp, Code::invalid_argument,
+                "--serve-dir: '" + dir + "/" + name + "' is the shard of tp rank " + std::to_string(rank) +
+                    ", but this job's replicas have tp " + std::to_string(layout.tp) + remedy);
+  }
+  bool found = false;
+  PublishedVersion was;
+  DCR_TRY(read_published(dir + "/version", &found, &was));
+  if (!found) return Status::ok();
+  char hashes[64];
+  std::snprintf(hashes, sizeof hashes, "manifest %016llx there, %016llx for this job", was.manifest,
+                static_cast<unsigned long long>(layout.manifest_hash));
+  DCR_REQUIRE(was.manifest == layout.manifest_hash, Code::invalid_argument,
+              "--serve-dir: '" + dir + "/version' holds version " + std::to_string(was.version) +
+                  " of another model or serving form (" + hashes + ")" + remedy);
+  DCR_REQUIRE(was.tp == 0 || (was.tp == layout.tp && was.ep == layout.ep), Code::invalid_argument,
+              "--serve-dir: '" + dir + "/version' was published with tp " + std::to_string(was.tp) + " ep " +
+                  std::to_string(was.ep) + ", this job serves tp " + std::to_string(layout.tp) + " ep " +
+                  std::to_string(layout.ep) + remedy);
+  return Status::ok();
 }
 
 Status export_serving_shards(const std::string& checkpoint, const std::string& dir, int tp, int ep,

@@ -1,6 +1,8 @@
 // dcr: one command-line program with subcommands.
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -45,7 +47,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const Command& c : kCommands) {
-    if (argv[1] == std::string(c.name)) return c.run(argc - 1, argv + 1);
+    if (argv[1] != std::string(c.name)) continue;
+    // Errors are Statuses; an exception reaching here is a bug or exhausted memory, reported as such
+    // rather than by std::terminate's SIGABRT.
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "dcr %s: out of memory (an allocation failed); the input asks for more than this machine has\n",
+                   c.name);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dcr %s: internal error: %s\n", c.name, e.what());
+    }
+    return 1;
   }
   std::fprintf(stderr, "dcr: unknown command '%s'\n\n", argv[1]);
   print_usage(stderr);

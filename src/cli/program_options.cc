@@ -36,7 +36,13 @@ po::typed_value<bool>* switch_value(bool* value) {
 Status parse_program_options(int argc, char** argv, const po::options_description& desc, po::variables_map* vm) {
   for (int i = 1; i < argc; ++i) DCR_TRY(check_no_tokens(argv[i], "the command-line argument '" + std::string(argv[i]) + "'"));
   try {
-    po::store(po::parse_command_line(argc, argv, desc), *vm);
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+    const std::vector<std::string> loose = po::collect_unrecognized(parsed.options, po::include_positional);
+    DCR_REQUIRE(loose.empty(), Code::invalid_argument,
+                "no option takes '" + (loose.empty() ? std::string() : loose[0]) + "'" +
+                    (loose.size() > 1 ? " (nor " + std::to_string(loose.size() - 1) + " more words after it)" : "") +
+                    ": a glob the shell expanded? Quote it, as in --checkpoints '/ck/step_*'");
+    po::store(parsed, *vm);
     if (vm->count("config")) {
       const std::string path = (*vm)["config"].as<std::string>();
       DCR_TRY(files::check_regular_file(path, 1 << 20, nullptr).with_context("config file"));

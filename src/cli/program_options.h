@@ -9,7 +9,8 @@ namespace dcr {
 
 // Parses the command line, then the INI file named by --config where `desc` has that option and
 // it was given (command-line values win), into `vm`, and notifies. Errors name what is wrong:
-// not_found for a config file that cannot be opened, invalid_argument for anything else.
+// not_found for a config file that cannot be opened, invalid_argument for anything else (a word no
+// option takes, such as the rest of an unquoted glob the shell expanded, included).
 Status parse_program_options(int argc, char** argv, const boost::program_options::options_description& desc,
                              boost::program_options::variables_map* vm);
 

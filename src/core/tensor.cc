@@ -39,8 +39,6 @@ uint64_t Manifest::hash() const {
   return h.digest();
 }
 
-namespace {
-// The name with control characters shown as \xNN, for messages.
 std::string printable(const std::string& name) {
   std::string out;
   for (char c : name) {
@@ -55,14 +53,17 @@ std::string printable(const std::string& name) {
   }
   return out;
 }
-}  // namespace
+
+bool has_control(const std::string& name) {
+  return std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+}
 
 Status Manifest::validate() const {
   std::set<std::string> names;
   for (const TensorDesc& t : tensors) {
     DCR_REQUIRE(!t.name.empty(), Code::invalid_argument, "manifest has a tensor with an empty name");
-    DCR_REQUIRE(std::none_of(t.name.begin(), t.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }),
-                Code::invalid_argument, "tensor name '" + printable(t.name) + "' holds a control character");
+    DCR_REQUIRE(!has_control(t.name), Code::invalid_argument,
+                "tensor name '" + printable(t.name) + "' holds a control character");
     DCR_REQUIRE(names.insert(t.name).second, Code::invalid_argument,
                 "manifest names tensor '" + t.name + "' twice");
     for (int64_t d : t.shape) {

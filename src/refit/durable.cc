@@ -38,16 +38,46 @@ Status write_snapshot(RankState* s) {
   return s->journal->append({JournalRecord::snapshot, s->committed, 0, 0}, true);
 }
 
+namespace {
+
+std::string replica_dir(const RankState& s) {
+  return s.config.serve_dir + "/replica-" + std::to_string(s.topology.index / s.config.rollout_tp);
+}
+
+ServingDirLayout serving_dir_layout(const RankState& s) {
+  return ServingDirLayout{s.config.rollout_tp, s.config.rollout_ep, s.plan.manifest.hash()};
+}
+
+}  // namespace
+
+Status check_serve_dir(const RankState& s) {
+  const Topology& t = s.topology;
+  if (s.config.serve_dir.empty() || t.role != Role::rollout || t.index % s.config.rollout_tp != 0) return Status::ok();
+  DCR_TRY(check_serving_dir(replica_dir(s), serving_dir_layout(s)));
+  if (t.index != 0) return Status::ok();
+  std::vector<std::string> names;
+  DCR_TRY(files::list_dir(s.config.serve_dir, &names));
+  const uint64_t replicas = static_cast<uint64_t>(t.rollouts / s.config.rollout_tp);
+  for (const std::string& name : names) {
+    uint64_t replica = 0;
+    DCR_REQUIRE(!files::parse_numbered(name, "replica-", &replica) || replica < replicas, Code::invalid_argument,
+                "--serve-dir: '" + s.config.serve_dir + "/" + name + "' is a replica this job of " + std::to_string(replicas) +
+                    " replica(s) will not update: it was published by a job of more rollouts; remove it, or publish "
+                    "into an empty directory");
+  }
+  return Status::ok();
+}
+
 Status publish_serving(RankState* s, uint64_t version) {
   const Topology& t = s->topology;
   const bool rollout = t.role == Role::rollout;
   const int tp = s->config.rollout_tp;
-  const std::string dir = s->config.serve_dir + "/replica-" + std::to_string(rollout ? t.index / tp : 0);
-  Status st = rollout ? write_serving_shard(dir, t.index % tp, s->serving) : Status::ok();
+  Status st = rollout ? write_serving_shard(replica_dir(*s), t.index % tp, s->serving) : Status::ok();
   const bool written = all_true(s, st.is_ok());
-  if (rollout && written && t.index % tp == 0) st = write_serving_version(dir, version, s->plan.manifest.hash());
+  if (rollout && written && t.index % tp == 0) st = write_serving_version(replica_dir(*s), version, serving_dir_layout(*s));
+  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: --serve-dir: %s", t.describe().c_str(), st.to_string().c_str());
   DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::io_error : st.code(),
-              st.is_ok() ? "a rollout failed to publish its serving shard (see its message)" : st.message());
+              st.is_ok() ? "a rollout failed to publish its serving shard (see its message above)" : st.message());
   return Status::ok();
 }
 

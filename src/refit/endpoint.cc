@@ -98,10 +98,12 @@ bool EndpointCore::commit(bool vote, Versions versions) {
 
 Status EndpointCore::step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed) {
   *closed = false;
+  DCR_REQUIRE(!job_closed, Code::invalid_argument,
+              topology.describe() + ": the job was closed (Trainer::close); this endpoint takes no more steps");
   stats = StepStats{};
   const uint64_t target = control->broadcast(proposed, 0);
   if (target == kNoVersion) {
-    *closed = true;
+    *closed = job_closed = true;
     return Status::ok();
   }
   const std::string name = "version " + std::to_string(target);
@@ -234,6 +236,7 @@ Status Relay::serve() {
     bool closed = false;
     const Status st = core_->step(kNoVersion, nullptr, &closed);
     if (closed) return Status::ok();
+    if (core_->job_closed) return st;  // serve() called again after the job ended
     if (!st.is_ok()) DCR_LOG(warn, "endpoint", "%s: %s", core_->topology.describe().c_str(), st.to_string().c_str());
   }
 }

@@ -64,13 +64,15 @@ class EndpointCore {
   // compaction; on commit, promotes the trainer's baseline and sets `committed`. Returns the decision.
   bool commit(bool vote, Versions versions);
 
-  // The library's step: trainer 0 names `proposed` (kNoVersion ends the job: *closed), every rank
+  // The library's step: trainer 0 names `proposed` (kNoVersion ends the job: *closed; any step
+  // after that is refused at once, without waiting for a peer), every rank
   // checks it is ready for the named version (`check`, null: ready), the frames move (as deltas from
   // the committed version, or full frames for the first version, after a resume, and when a failed
   // version is abandoned for another) and the job commits.
   Status step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed);
   uint64_t failed = kNoVersion;  // the target of a step that did not commit since the last commit
   bool resumed = false;          // the first step after a resume goes as full frames
+  bool job_closed = false;       // trainer 0 closed the job: no step follows
 
  private:
   uint64_t passes_ = 0;

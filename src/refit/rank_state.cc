@@ -44,7 +44,7 @@ Status load_initial(const RefitConfig& config, MPI_Comm world, bool want_bits, R
 
 Status make_source(const RefitConfig& config, const RefitPlan& plan, const CanonicalBits& initial,
                    std::unique_ptr<VersionSource>* out) {
-  if (config.from_checkpoints()) return checkpoint_source(config, plan.model, out);
+  if (config.from_checkpoints()) return checkpoint_source(config, plan.model, plan.model_config, out);
   RealWeights pool;
   DCR_TRY(load_pool(config, &pool));
   ChangeModelOptions options;
@@ -63,6 +63,7 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   CanonicalBits initial;
   DCR_TRY(load_initial(config, world, s->has_model(), &s->plan, &initial));
   DCR_TRY(make_plan(config, s->topology, &s->plan));
+  DCR_TRY(check_serve_dir(*s));
   DCR_TRY(parse_frame_fault(config.fault, &s->frame_fault));
   DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
   DCR_TRY(s->open_state());

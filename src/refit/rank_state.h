@@ -85,6 +85,9 @@ Status write_snapshot(RankState* s);
 // Rollouts publish their serving buffers as vLLM sharded-state files (--serve-dir), then each
 // replica's first rank names the version. Collective.
 Status publish_serving(RankState* s, uint64_t version);
+// Set-up, on each replica's first rollout: its --serve-dir replica directory can be written and
+// holds no other layout's publication (and rollout 0: no replica beyond this job's).
+Status check_serve_dir(const RankState& s);
 // The two-job drivers (--role publish, --role follow), on a set-up rank.
 Status run_publish(RankState* s, RefitReport* report);
 Status run_follow(RankState* s, RefitReport* report);

@@ -115,10 +115,12 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
 std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t model_bytes) {
   const Topology& t = s.topology;
   const std::string trainers = std::to_string(config.trainers) + " trainers (fsdp " +
-                               std::to_string(config.trainers / config.train_tp) + " x tp " + std::to_string(config.train_tp) + ")";
+                               std::to_string(config.trainers / config.train_tp) + " x tp " + std::to_string(config.train_tp) +
+                               (config.train_ep > 1 ? ", experts over ep " + std::to_string(config.train_ep) : "") + ")";
   const std::string relays = std::to_string(t.relays) + " relays (fanout " + std::to_string(config.fanout) + ", depth " +
                              std::to_string(t.depth) + ")";
   const std::string rollouts = std::to_string(t.rollouts) + " rollouts (tp " + std::to_string(config.rollout_tp) +
+                               (config.rollout_ep > 1 ? ", ep " + std::to_string(config.rollout_ep) : "") +
                                (config.fuse ? ", fused qkv/gate_up" : "") +
                                (s.plan.quant != ServeQuant::none ? std::string(", serving ") + serve_quant_name(s.plan.quant) : "") +
                                ")";
@@ -133,6 +135,17 @@ std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t
            ", transport " + config.transport + ", " + model;
   }
   return trainers + " -> " + relays + " -> " + rollouts + ", transport " + config.transport + ", " + model;
+}
+
+// A note when expert parallelism is asked for a model without experts ("" otherwise).
+std::string describe_unused_ep(const RefitConfig& config, const RefitPlan& plan) {
+  if (config.rollout_ep == 1 && config.train_ep == 1) return "";
+  for (const TensorRule& r : plan.rules.tensors) {
+    if (r.kind == SplitKind::expert_column || r.kind == SplitKind::expert_row) return "";
+  }
+  return "dcr refit: note: --rollout-ep " + std::to_string(config.rollout_ep) + " and --train-ep " +
+         std::to_string(config.train_ep) + " change nothing: the model has no expert tensors (family " + plan.rules.family +
+         "), so every tensor is split by tensor parallelism alone";
 }
 
 std::string describe_keys(const RankState& s) {
@@ -184,6 +197,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     s.observer.note("dcr refit: " + report->summary);
     s.observer.note("dcr refit: " + t.describe_placement());
     s.observer.note(describe_keys(s));
+    if (!describe_unused_ep(config, s.plan).empty()) s.observer.note(describe_unused_ep(config, s.plan));
   }
 
   if (config.role != "all") {

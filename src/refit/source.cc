@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "dcr/core/log.h"
+#include "dcr/layout/model_config.h"
 
 namespace dcr {
 
@@ -69,8 +70,19 @@ std::vector<std::string> complete_in(const std::string& dir) {
   return complete;
 }
 
+// Whether checkpoint `dir` opens whole: a trainer may still be writing one whose index (or
+// model.safetensors) is already there. *why says what is missing.
+bool readable(const std::string& dir, std::string* why) {
+  std::unique_ptr<HfCheckpoint> c;
+  const Status st = HfCheckpoint::open(dir, &c);
+  *why = st.message();
+  return st.is_ok();
+}
+
 // Rank 0: the listed checkpoints, or with --watch those present once there are more than `need`
-// (or the timeout passed, or a file named STOP says no more will come).
+// and checkpoint `need` opens whole: the list ends before the first from `need` on that does not
+// open yet (or, once the timeout passed or a file named STOP says no more will come, all of them,
+// so that one which never opened is reported by its reader).
 std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
   std::vector<std::string> dirs;
   if (!config.checkpoints.empty()) {
@@ -78,13 +90,21 @@ std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
     return dirs;
   }
   const auto start = Clock::now();
-  bool said = false;
+  std::string said, why;  // what the last line said it waits for
   while (std::filesystem::is_directory(config.watch)) {  // a missing directory is reported at once
     dirs = complete_in(config.watch);
-    if (dirs.size() > need || std::filesystem::exists(config.watch + "/STOP")) return dirs;
+    size_t ready = need;
+    while (ready < dirs.size() && readable(dirs[ready], &why)) ++ready;
+    if (ready > need) return std::vector<std::string>(dirs.begin(), dirs.begin() + ready);
+    if (std::filesystem::exists(config.watch + "/STOP")) return dirs;
     if (std::chrono::duration<double>(Clock::now() - start).count() > config.watch_timeout_s) return dirs;
-    if (!said) DCR_LOG(info, "refit", "waiting for checkpoint %zu in '%s'", need + 1, config.watch.c_str());
-    said = true;
+    const std::string waiting_for = dirs.size() > need ? dirs[need] : config.watch;  // said once for each
+    if (waiting_for != said && waiting_for == config.watch) {
+      DCR_LOG(info, "refit", "waiting for checkpoint %zu in '%s'", need + 1, config.watch.c_str());
+    } else if (waiting_for != said) {
+      DCR_LOG(info, "refit", "waiting for '%s' to be complete (%s)", waiting_for.c_str(), why.c_str());
+    }
+    said = waiting_for;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return dirs;
@@ -92,7 +112,8 @@ std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
 
 class CheckpointSource : public VersionSource {
  public:
-  CheckpointSource(const RefitConfig& config, const Manifest& manifest) : config_(config), manifest_(manifest) {}
+  CheckpointSource(const RefitConfig& config, const Manifest& manifest, const nlohmann::json& model_config)
+      : config_(config), manifest_(manifest), model_config_(model_config) {}
 
   Status has_version(uint64_t v, MPI_Comm world, bool* exists) override {
     int rank = 0;
@@ -112,6 +133,11 @@ class CheckpointSource : public VersionSource {
     const std::string difference = manifest_difference(manifest_, open_->manifest());
     DCR_REQUIRE(difference.empty(), Code::invalid_argument,
                 "checkpoint '" + dirs_[v] + "' is not the model of '" + dirs_[0] + "': " + difference);
+    const std::string changed = layout_difference(model_config_, open_->config());
+    DCR_REQUIRE(changed.empty(), Code::invalid_argument,
+                "checkpoint '" + dirs_[v] + "' changes config.json from '" + dirs_[0] + "': " + changed +
+                    "; the job's layouts were made from the first checkpoint's, so a model of another geometry needs "
+                    "a job of its own");
     std::map<std::string, uint32_t> by_name;
     for (uint32_t id = 0; id < open_->manifest().tensors.size(); ++id) by_name[open_->manifest().tensors[id].name] = id;
     order_.clear();
@@ -128,6 +154,7 @@ class CheckpointSource : public VersionSource {
  private:
   RefitConfig config_;
   Manifest manifest_;
+  nlohmann::json model_config_;  // the first checkpoint's config.json
   std::vector<std::string> dirs_;
   std::unique_ptr<HfCheckpoint> open_;
   uint64_t open_version_ = 0;
@@ -140,8 +167,9 @@ std::unique_ptr<VersionSource> change_model_source(const RefitConfig& config, st
   return std::make_unique<ChangeModelSource>(config, std::move(model));
 }
 
-Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, std::unique_ptr<VersionSource>* out) {
-  *out = std::make_unique<CheckpointSource>(config, manifest);
+Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, const nlohmann::json& model_config,
+                         std::unique_ptr<VersionSource>* out) {
+  *out = std::make_unique<CheckpointSource>(config, manifest, model_config);
   return Status::ok();
 }
 

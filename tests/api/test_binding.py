@@ -20,17 +20,25 @@ def spec():
     return s
 
 
-def run_job(trainer_fn, rollout_fn):
-    """Runs trainer, relay and rollout on three threads; returns what each function returned."""
+def run_job(trainer_fn, rollout_fn, close=True):
+    """Runs trainer, relay and rollout on three threads; returns what each function returned (and
+    what the relay's second serve() raised). The trainer closes the job after trainer_fn, unless
+    `close` is False (trainer_fn closes it)."""
     the_spec, comms, out = spec(), dcr.Comm.threads(3), {}
 
     def trainer():
         endpoint = dcr.Trainer(the_spec, comms[0])
         out["trainer"] = trainer_fn(endpoint)
-        endpoint.close()
+        if close:
+            endpoint.close()
 
     def relay():
-        dcr.Relay(the_spec, comms[1]).serve()
+        endpoint = dcr.Relay(the_spec, comms[1])
+        endpoint.serve()
+        try:
+            endpoint.serve()
+        except dcr.DcrError as e:
+            out["relay"] = str(e)
 
     def rollout():
         out["rollout"] = rollout_fn(dcr.Rollout(the_spec, comms[2]))
@@ -126,6 +134,37 @@ class Binding(unittest.TestCase):
         self.assertEqual(dtype_code, 1)
         self.assertIn("is f32, the layout holds bf16", dtype_message)
         self.assertEqual(out["rollout"], ([], [8, 8]))  # both refused steps: aborted on the rollout too
+
+    def test_read_only_arrays_are_refused_and_every_call_after_close_raises(self):
+        w = np.zeros((64, 16), np.uint16)
+        b = np.zeros(16, np.float32)
+
+        def train(endpoint):
+            endpoint.publish(1, [w, b])
+            endpoint.close()
+            raised = []
+            for call in (lambda: endpoint.publish(2, [w, b]), endpoint.close):
+                with self.assertRaises(dcr.DcrError) as caught:
+                    call()  # at once: no peer is waited for
+                raised.append(str(caught.exception))
+            return raised
+
+        def serve(endpoint):
+            frozen = np.zeros((64, 16), np.uint16)
+            frozen.flags.writeable = False
+            with self.assertRaises(dcr.DcrError) as caught:
+                endpoint.attach([frozen, np.zeros(16, np.float32)])
+            endpoint.attach([np.zeros((64, 16), np.uint16), np.zeros(16, np.float32)])
+            received = receive_all(endpoint)
+            with self.assertRaises(dcr.DcrError) as after:
+                endpoint.receive()
+            return str(caught.exception), received, str(after.exception)
+
+        out = run_job(train, serve, close=False)
+        for message in out["trainer"] + [out["rollout"][2], out["relay"]]:
+            self.assertIn("the job was closed", message)
+        self.assertIn("buffer 'w' is a read-only array", out["rollout"][0])
+        self.assertEqual(out["rollout"][1], ([1], []))
 
 
 if __name__ == "__main__":

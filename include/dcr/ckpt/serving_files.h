@@ -18,8 +18,22 @@ std::string serving_file_name(int tp_rank);  // "model-rank-<r>-part-0.safetenso
 // Writes `shard` (a serving rank's holdings, with buffer shapes) into `dir`, creating it.
 Status write_serving_shard(const std::string& dir, int tp_rank, const Shard& shard);
 
-// Writes DIR/version: "version <v>\nmanifest <hash as 16 hex digits>\n" (after every rank's shard).
-Status write_serving_version(const std::string& dir, uint64_t version, uint64_t manifest_hash);
+// The layout a serving directory is published in: the replica's TP and EP degrees and the served
+// manifest's hash (which covers the model and its serving form, --serve-quant).
+struct ServingDirLayout {
+  int tp = 1, ep = 1;
+  uint64_t manifest_hash = 0;
+};
+
+// Writes DIR/version: "version <v>\nmanifest <hash as 16 hex digits>\nlayout tp <t> ep <e>\n"
+// (after every rank's shard).
+Status write_serving_version(const std::string& dir, uint64_t version, const ServingDirLayout& layout);
+
+// Before a job publishes into replica directory `dir`: creates it and checks a file can be written
+// there, and refuses (invalid_argument naming the file and the remedy) one that holds another
+// layout's publication: a rank file beyond `layout.tp`, or a version file of another model, serving
+// form, TP or EP. Files of this layout (a job resumed) are fine.
+Status check_serving_dir(const std::string& dir, const ServingDirLayout& layout);
 
 // `dcr export`: the serving shards of every rank of one TP group, straight from a full HF
 // checkpoint directory, as a rollout would publish them (family: see rules_for_model; quant: the

@@ -21,6 +21,11 @@ struct TensorDesc {
   uint64_t nbytes() const { return numel() * width(); }
 };
 
+// A name with its control characters (a NUL among them) shown as \xNN, for messages; and whether
+// it holds any.
+std::string printable(const std::string& name);
+bool has_control(const std::string& name);
+
 struct Manifest {
   std::vector<TensorDesc> tensors;
 

@@ -61,6 +61,7 @@ class Trainer {
   // below kNoVersion (UINT64_MAX, which close() sends).
   Status publish(uint64_t version, const std::vector<BufferMemory>& shard);
   // Ends the job for every endpoint: relays return from serve(), rollouts from receive() closed.
+  // Every call after it, on any endpoint of the job, fails at once with invalid_argument.
   // Every trainer calls it.
   Status close();
 

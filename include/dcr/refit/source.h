@@ -36,8 +36,10 @@ std::unique_ptr<VersionSource> change_model_source(const RefitConfig& config, st
 
 // Versions from HF checkpoint directories: --checkpoints (a glob, listed once by world rank 0) or
 // --watch (rank 0 waits for the next complete one). Every checkpoint must have the manifest of
-// the first (tensor set, shapes, dtypes; the order may differ); tensors are found by name.
-Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, std::unique_ptr<VersionSource>* out);
+// the first (tensor set, shapes, dtypes; the order may differ; tensors are found by name) and its
+// config.json's layout fields (`model_config`; model_config.h's layout_difference).
+Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, const nlohmann::json& model_config,
+                         std::unique_ptr<VersionSource>* out);
 
 // The first checkpoint of --checkpoints / --watch (rank 0 decides, every rank learns): its
 // directory, for the plan's manifest and config.json.
