@@ -10,13 +10,7 @@
 # Env: RUN (training run dir, default results/training-run), RATES (default "1 3 5").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/dcr ] || scripts/build.sh
-run=${RUN:-results/training-run}
-rates=${RATES:-1 3 5}
-if [ ! -d "$run/rate-${rates##* }" ]; then
-  # shellcheck disable=SC2086
-  /usr/bin/python3 scripts/make_training_run.py --out "$run" --rates $rates
-fi
+source perf/training_run.sh
 out=results/fp8-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 for rate in $rates; do

@@ -8,13 +8,7 @@
 # Env: RUN (training run dir, default results/training-run), RATES (default "1 3 5").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/dcr ] || scripts/build.sh
-run=${RUN:-results/training-run}
-rates=${RATES:-1 3 5}
-if [ ! -d "$run/rate-${rates##* }" ]; then
-  # shellcheck disable=SC2086
-  /usr/bin/python3 scripts/make_training_run.py --out "$run" --rates $rates
-fi
+source perf/training_run.sh
 out=results/real-deltas-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 # Each rate with and without value packing contexts, one after the other.
