@@ -59,11 +59,5 @@ uint16_t f32_to_bf16_rne(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-float bf16_to_f32(uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, 4);
-  return value;
-}
 
 }  // namespace dcr

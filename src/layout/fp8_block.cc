@@ -15,35 +15,42 @@ constexpr int kMinNormalExponent = 1 - kBias;  // 2^-6
 constexpr uint8_t kMaxFinite = 0x7E;           // 448 = 1.75 * 2^8
 constexpr uint8_t kNaN = 0x7F;
 
-// The integer nearest `x` (>= 0), ties to even: exact here, since x < 2^24.
-uint32_t round_half_even(float x) {
-  const float floor = std::floor(x), rest = x - floor;
-  uint32_t n = static_cast<uint32_t>(floor);
-  if (rest > 0.5f || (rest == 0.5f && (n & 1))) ++n;
-  return n;
+constexpr uint32_t kF32Bias = 127;
+constexpr uint32_t kAbs448 = 0x43E00000;        // 448.0f
+constexpr uint32_t kAbsMinNormal = 0x3C800000;  // 2^-6, E4M3's smallest normal
+
+uint32_t bits_of(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
 }
 
-// |value| as E4M3 magnitude bits (0..0x7E).
-uint8_t magnitude_bits(float a) {
-  if (a >= kE4m3Max) return kMaxFinite;
-  if (a == 0.0f) return 0;
-  int exponent = 0;
-  std::frexp(a, &exponent);  // a = f * 2^exponent, f in [0.5, 1): the unit exponent is exponent - 1
-  const int unit = std::max(exponent - 1, kMinNormalExponent);
-  // a in steps of 2^(unit - 3): 8..16 for normals (the leading 1 and three mantissa bits), 0..8 below.
-  const uint32_t steps = round_half_even(std::ldexp(a, 3 - unit));
-  if (exponent - 1 < kMinNormalExponent) return static_cast<uint8_t>(steps);  // subnormal (8: the smallest normal)
-  // steps 16 carries into the exponent; below 448 the largest is 0x7E (14 steps of 2^5).
-  return static_cast<uint8_t>(static_cast<uint32_t>(unit + kBias) * 8 + (steps - 8));
+float float_of(uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+// fp32 -> E4M3 bits without branches (so the quantizer's loop vectorizes); every path is computed
+// and the right one selected:
+// - |x| in [2^-6, 448): the fp32 mantissa rounded from 23 to 3 bits, ties to even (a carry rounds
+//   into the exponent), the exponent rebased from fp32's bias to E4M3's;
+// - |x| below 2^-6: x in steps of 2^-9 (0..8; 8 is the smallest normal), rounded to nearest even
+//   by adding 2^23, whose ulp is 1 (x * 2^9 is exact: a power of two);
+// - 448 and above (infinities too): 0x7E; NaN: 0x7F; the sign bit kept throughout.
+inline uint8_t e4m3_bits(float value) {
+  const uint32_t bits = bits_of(value), magnitude = bits & 0x7FFFFFFF;
+  const uint32_t normal = ((magnitude + 0x7FFFF + ((magnitude >> 20) & 1)) >> 20) - ((kF32Bias - kBias) << 3);
+  const uint32_t subnormal = bits_of(float_of(magnitude) * 512.0f + 8388608.0f) - bits_of(8388608.0f);
+  uint32_t code = magnitude < kAbsMinNormal ? subnormal : normal;
+  code = magnitude >= kAbs448 ? kMaxFinite : code;
+  code = magnitude > 0x7F800000 ? kNaN : code;
+  return static_cast<uint8_t>(((bits >> 24) & 0x80) | code);
 }
 
 }  // namespace
 
-uint8_t f32_to_e4m3_sat(float value) {
-  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
-  if (std::isnan(value)) return sign | kNaN;
-  return sign | magnitude_bits(std::fabs(value));
-}
+uint8_t f32_to_e4m3_sat(float value) { return e4m3_bits(value); }
 
 float e4m3_to_f32(uint8_t bits) {
   const float sign = bits & 0x80 ? -1.0f : 1.0f;
@@ -76,7 +83,7 @@ void fp8_quantize_block(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint
   const uint64_t r1 = std::min(rows, r0 + kFp8Block), c1 = std::min(cols, c0 + kFp8Block);
   for (uint64_t r = r0; r < r1; ++r) {
     uint8_t* out = dst + (r - r0) * pitch - c0;
-    for (uint64_t c = c0; c < c1; ++c) out[c] = f32_to_e4m3_sat(bf16_to_f32(bf16[r * cols + c]) / scale);
+    for (uint64_t c = c0; c < c1; ++c) out[c] = e4m3_bits(bf16_to_f32(bf16[r * cols + c]) / scale);
   }
 }
 

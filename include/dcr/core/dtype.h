@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "dcr/core/status.h"
@@ -22,6 +23,12 @@ Status parse_dtype(const std::string& name, DType* out);
 
 // fp32 -> bf16 bits with round-to-nearest-even; NaN stays NaN (quiet, sign kept).
 uint16_t f32_to_bf16_rne(float value);
-float bf16_to_f32(uint16_t bits);
+// Exact (inline: the block-FP8 quantizer converts every element).
+inline float bf16_to_f32(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
 
 }  // namespace dcr
