@@ -59,5 +59,4 @@ uint16_t f32_to_bf16_rne(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-
 }  // namespace dcr

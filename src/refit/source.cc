@@ -90,7 +90,7 @@ std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
     return dirs;
   }
   const auto start = Clock::now();
-  std::string said, why;  // what the last line said it waits for
+  std::string said, why;  // what the last line said it waits for (each is said once)
   while (std::filesystem::is_directory(config.watch)) {  // a missing directory is reported at once
     dirs = complete_in(config.watch);
     size_t ready = need;
@@ -98,13 +98,11 @@ std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
     if (ready > need) return std::vector<std::string>(dirs.begin(), dirs.begin() + ready);
     if (std::filesystem::exists(config.watch + "/STOP")) return dirs;
     if (std::chrono::duration<double>(Clock::now() - start).count() > config.watch_timeout_s) return dirs;
-    const std::string waiting_for = dirs.size() > need ? dirs[need] : config.watch;  // said once for each
-    if (waiting_for != said && waiting_for == config.watch) {
-      DCR_LOG(info, "refit", "waiting for checkpoint %zu in '%s'", need + 1, config.watch.c_str());
-    } else if (waiting_for != said) {
-      DCR_LOG(info, "refit", "waiting for '%s' to be complete (%s)", waiting_for.c_str(), why.c_str());
-    }
-    said = waiting_for;
+    const std::string waiting = dirs.size() > need ? "waiting for '" + dirs[need] + "' to be complete"
+                                                   : "waiting for checkpoint " + std::to_string(need + 1) + " in '" +
+                                                         config.watch + "'";
+    if (waiting != said) DCR_LOG(info, "refit", "%s%s", waiting.c_str(), dirs.size() > need ? (" (" + why + ")").c_str() : "");
+    said = waiting;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return dirs;
