@@ -429,15 +429,10 @@ class ServedCheckpoints {
     return labels;
   }
   Status bits(const Bits& model_bits, Bits* out) const {
-    const BoxBytes served = served_bytes(model_, served_.manifest, served_.tensors,
-                                         [&model_bits](uint32_t id) { return model_bits[id].data(); });
-    out->resize(served_.manifest.tensors.size());
-    for (uint32_t id = 0; id < served_.manifest.tensors.size(); ++id) {
-      const TensorDesc& t = served_.manifest.tensors[id];
-      (*out)[id].resize(t.nbytes());
-      DCR_TRY(served(whole_tensor(id, t), (*out)[id].data(), tensor_cols(t)));
-    }
-    return Status::ok();
+    return served_tensors(served_.manifest,
+                          served_bytes(model_, served_.manifest, served_.tensors,
+                                       [&model_bits](uint32_t id) { return model_bits[id].data(); }),
+                          out);
   }
 
  private:

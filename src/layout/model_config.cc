@@ -10,13 +10,6 @@ using json = nlohmann::json;
 
 constexpr int64_t kMaxHeads = int64_t{1} << 20;  // heads, KV heads, head_dim, experts: products stay in range
 
-// A value of config.json for a message (containers by kind, so nothing untrusted is dumped whole).
-std::string brief(const json& v) {
-  if (v.is_structured()) return v.is_object() ? "an object" : "an array";
-  const std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
-}
-
 // The count `key` of config.json: *present false when absent (or null), else a whole number in
 // [low, high] (0 <= low).
 Status count_field(const json& config, const std::string& key, int64_t low, int64_t high, int64_t* out,
@@ -26,11 +19,11 @@ Status count_field(const json& config, const std::string& key, int64_t low, int6
   if (it == config.end() || it->is_null()) return Status::ok();
   const std::string field = "\"" + key + "\"";
   DCR_REQUIRE(it->is_number_integer(), Code::invalid_argument,
-              field + " must be a whole number, got " + brief(*it));
+              field + " must be a whole number, got " + json_brief(*it));
   const bool negative = !it->is_number_unsigned() && it->get<int64_t>() < 0;
   const uint64_t value = negative ? 0 : it->get<uint64_t>();
   DCR_REQUIRE(!negative && value >= static_cast<uint64_t>(low) && value <= static_cast<uint64_t>(high), Code::invalid_argument,
-              field + " must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + brief(*it));
+              field + " must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + json_brief(*it));
   *out = it->get<int64_t>();
   *present = true;
   return Status::ok();
@@ -111,6 +104,13 @@ constexpr const char* kLayoutKeys[] = {
 
 }  // namespace
 
+std::string json_brief(const json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  const std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
 Status model_dims(const json& config, ModelDims* out) {
   DCR_REQUIRE(config.is_object(), Code::invalid_argument, "config.json is not a JSON object");
   ModelDims d;
@@ -126,7 +126,7 @@ Status model_dims(const json& config, ModelDims* out) {
   if (d.experts == 0) DCR_TRY(count_field(config, "num_experts", 0, kMaxHeads, &d.experts));
   const auto tied = config.find("tie_word_embeddings");
   DCR_REQUIRE(tied == config.end() || tied->is_boolean() || tied->is_null(), Code::invalid_argument,
-              "\"tie_word_embeddings\" must be true or false, got " + brief(*tied));
+              "\"tie_word_embeddings\" must be true or false, got " + json_brief(*tied));
   d.tied = tied != config.end() && tied->is_boolean() && tied->get<bool>();
   *out = d;
   return Status::ok();
@@ -146,8 +146,8 @@ std::string layout_difference(const json& before, const json& after) {
   for (const char* key : kLayoutKeys) {
     const json a = before.is_object() ? before.value(key, json()) : json(), b = after.is_object() ? after.value(key, json()) : json();
     if (a == b) continue;
-    text += (text.empty() ? "" : "; ") + std::string(key) + " " + (a.is_null() ? "(absent)" : brief(a)) + " -> " +
-            (b.is_null() ? "(absent)" : brief(b));
+    text += (text.empty() ? "" : "; ") + std::string(key) + " " + (a.is_null() ? "(absent)" : json_brief(a)) + " -> " +
+            (b.is_null() ? "(absent)" : json_brief(b));
   }
   return text;
 }

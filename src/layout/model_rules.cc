@@ -46,22 +46,13 @@ Status parse_kind(const std::string& name, SplitKind* out) {
   return Status(Code::invalid_argument, "unknown kind \"" + name + "\" (kinds: " + valid + ")");
 }
 
-// A JSON value for a message: scalars as they are (cut at 80 characters), containers by kind, so
-// no value of an untrusted file is dumped whole.
-std::string brief(const json& v) {
-  if (v.is_object()) return "an object";
-  if (v.is_array()) return "an array";
-  const std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
-}
-
 template <typename T>
 Status optional_field(const json& object, const char* key, T* out) {
   if (!object.contains(key)) return Status::ok();
   try {
     *out = object.at(key).get<T>();
   } catch (const json::exception&) {
-    return Status(Code::invalid_argument, std::string("\"") + key + "\" has the wrong type: " + brief(object.at(key)));
+    return Status(Code::invalid_argument, std::string("\"") + key + "\" has the wrong type: " + json_brief(object.at(key)));
   }
   return Status::ok();
 }
@@ -91,7 +82,7 @@ int groups_of(const Pattern& p) { return p->NumberOfCapturingGroups(); }
 
 Status parse_rule(const json& r, FamilyRule* rule) {
   DCR_REQUIRE(r.is_object() && r.contains("pattern") && r.contains("kind"), Code::invalid_argument,
-              "a rule needs \"pattern\" and \"kind\" (got " + brief(r) + ")");
+              "a rule needs \"pattern\" and \"kind\" (got " + json_brief(r) + ")");
   std::string kind;
   DCR_TRY(optional_field(r, "pattern", &rule->pattern));
   DCR_TRY(optional_field(r, "kind", &kind));
@@ -109,10 +100,10 @@ Status parse_rule(const json& r, FamilyRule* rule) {
   if (r.contains("shape")) {
     const json& shape = r["shape"];
     DCR_REQUIRE(shape.is_array() && shape.size() <= 8, Code::invalid_argument,
-                "\"shape\" must be a list of at most 8 config.json keys or nulls (got " + brief(shape) + ")");
+                "\"shape\" must be a list of at most 8 config.json keys or nulls (got " + json_brief(shape) + ")");
     for (const json& key : shape) {
       DCR_REQUIRE(key.is_null() || key.is_string(), Code::invalid_argument,
-                  "\"shape\" entries are config.json keys or null (got " + brief(key) + ")");
+                  "\"shape\" entries are config.json keys or null (got " + json_brief(key) + ")");
       rule->shape.push_back(key.is_null() ? "" : key.get<std::string>());
     }
   }
@@ -144,7 +135,7 @@ Status parse_family(const json& doc, ModelFamily* f) {
               "needs an object with a \"rules\" array");
   DCR_TRY(optional_field(doc, "family", &f->name));
   DCR_REQUIRE(doc.find("vocab_padding") == doc.end() || doc["vocab_padding"].is_number_integer(), Code::invalid_argument,
-              "\"vocab_padding\" must be a whole number (got " + brief(doc.value("vocab_padding", json())) + ")");
+              "\"vocab_padding\" must be a whole number (got " + json_brief(doc.value("vocab_padding", json())) + ")");
   DCR_TRY(optional_field(doc, "vocab_padding", &f->vocab_padding));
   DCR_REQUIRE(f->vocab_padding >= 1 && f->vocab_padding <= kMaxVocabPadding, Code::invalid_argument,
               "\"vocab_padding\" must be in [1, " + std::to_string(kMaxVocabPadding) + "] (vLLM pads to 64), got " +

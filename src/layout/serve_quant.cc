@@ -40,20 +40,11 @@ TensorRule scale_rule(const TensorRule& weight, uint32_t weight_id) {
   return r;
 }
 
-Status check_on_blocks(const TensorDesc& t, const Box& box) {
-  const uint64_t rows = tensor_rows(t), cols = tensor_cols(t);
-  const bool ok = box.row0 % kFp8Block == 0 && box.col0 % kFp8Block == 0 &&
-                  (box.rows % kFp8Block == 0 || box.row0 + box.rows == rows) &&
-                  (box.cols % kFp8Block == 0 || box.col0 + box.cols == cols);
-  DCR_REQUIRE(ok, Code::invalid_argument,
-              "block FP8: " + box.describe() + " of tensor '" + t.name + "' cuts its 128 x 128 blocks");
-  return Status::ok();
-}
-
 // The E4M3 bytes of `box` (on whole blocks) of bf16 weight `t`.
 Status fp8_box(const TensorDesc& t, const uint16_t* bits, const Box& box, uint8_t* dst, uint64_t pitch) {
-  DCR_TRY(check_on_blocks(t, box));
   const uint64_t rows = tensor_rows(t), cols = tensor_cols(t);
+  DCR_REQUIRE(on_whole_blocks(box, rows, cols), Code::invalid_argument,
+              "block FP8: " + box.describe() + " of tensor '" + t.name + "' cuts its 128 x 128 blocks");
   for (uint64_t r0 = box.row0; r0 < box.row0 + box.rows; r0 += kFp8Block) {
     for (uint64_t c0 = box.col0; c0 < box.col0 + box.cols; c0 += kFp8Block) {
       float scale = 0;
@@ -90,7 +81,6 @@ const char* serve_quant_name(ServeQuant quant) { return quant == ServeQuant::fp8
 
 Status serve_model(const Manifest& model, const ModelRules& rules, ServeQuant quant, ServedModel* out) {
   ServedModel s;
-  s.quant = quant;
   s.rules = rules;
   s.rules.tensors.clear();
   for (uint32_t id = 0; id < model.tensors.size(); ++id) {
@@ -131,6 +121,16 @@ BoxBytes served_bytes(const Manifest& model, const Manifest& served, const std::
     const auto* bits = reinterpret_cast<const uint16_t*>(model_bits(s.source));
     return s.from == ServedFrom::fp8 ? fp8_box(weight, bits, box, dst, pitch) : scales_box(weight, bits, box, dst, pitch);
   };
+}
+
+Status served_tensors(const Manifest& served, const BoxBytes& bits, CanonicalBits* out) {
+  out->resize(served.tensors.size());
+  for (uint32_t id = 0; id < served.tensors.size(); ++id) {
+    const TensorDesc& t = served.tensors[id];
+    (*out)[id].resize(t.nbytes());
+    DCR_TRY(bits(whole_tensor(id, t), (*out)[id].data(), tensor_cols(t)));
+  }
+  return Status::ok();
 }
 
 }  // namespace dcr

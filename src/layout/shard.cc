@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dcr/layout/fp8_block.h"
+
 namespace dcr {
 
 Shard::Shard(const Manifest& manifest, Holdings holdings) : manifest_(&manifest), holdings_(std::move(holdings)) {
@@ -79,7 +81,7 @@ Status Shard::load(const BoxBytes& canonical) {
 
 Status Shard::matches(const BoxBytes& canonical, bool* same, std::string* difference) const {
   // A band of rows at a time, whole 128-row blocks (a quantized box must lie on whole blocks).
-  constexpr uint64_t kBandBytes = 4u << 20, kBlockRows = 128;
+  constexpr uint64_t kBandBytes = 4u << 20, kBlockRows = kFp8Block;
   std::vector<uint8_t> expected;
   *same = true;
   for (const LocalPiece& p : holdings_.pieces) {

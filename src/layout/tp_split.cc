@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dcr/layout/fp8_block.h"
+
 namespace dcr {
 
 namespace {
@@ -50,9 +52,7 @@ Status on_blocks(const Manifest& m, const ModelRules& rules, uint32_t id, const 
   const uint64_t n = rule.block;
   const TensorDesc& w = m.tensors[part->tensor];
   const uint64_t rows = tensor_rows(w), cols = tensor_cols(w);
-  const bool whole = part->row0 % n == 0 && part->col0 % n == 0 && (part->rows % n == 0 || part->row0 + part->rows == rows) &&
-                     (part->cols % n == 0 || part->col0 + part->cols == cols);
-  DCR_REQUIRE(whole || part->empty(), Code::invalid_argument,
+  DCR_REQUIRE(on_whole_blocks(*part, rows, cols, n) || part->empty(), Code::invalid_argument,
               who + "'s part of " + name_of(m, part->tensor) + " (rows [" + std::to_string(part->row0) + ", " +
                   std::to_string(part->row0 + part->rows) + "), columns [" + std::to_string(part->col0) + ", " +
                   std::to_string(part->col0 + part->cols) + ")) cuts its " + std::to_string(n) + " x " +

@@ -20,13 +20,7 @@ void warn_if_failed(const Topology& t, const Status& status, const char* what) {
 Status served_model_bits(RankState* s, CanonicalBits* bits, TensorBytes* out) {
   *out = s->source->bytes();
   if (s->plan.quant == ServeQuant::none) return Status::ok();
-  const BoxBytes served = s->plan.served_bytes(*out);
-  const Manifest& m = s->plan.manifest;
-  bits->resize(m.tensors.size());
-  for (uint32_t id = 0; id < m.tensors.size(); ++id) {
-    (*bits)[id].resize(m.tensors[id].nbytes());
-    DCR_TRY(served(whole_tensor(id, m.tensors[id]), (*bits)[id].data(), tensor_cols(m.tensors[id])));
-  }
+  DCR_TRY(served_tensors(s->plan.manifest, s->plan.served_bytes(*out), bits));
   *out = [bits](uint32_t id) { return (*bits)[id].data(); };
   return Status::ok();
 }

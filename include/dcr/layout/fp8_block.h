@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "dcr/core/box.h"
 #include "dcr/core/status.h"
 
 namespace dcr {
@@ -37,6 +38,13 @@ Status fp8_block_scale_at(const uint16_t* bf16, uint64_t rows, uint64_t cols, ui
 // Its E4M3 bytes at `scale`: element (r, c) goes to dst[(r - r0) * pitch + (c - c0)].
 void fp8_quantize_block(const uint16_t* bf16, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t c0, float scale,
                         uint8_t* dst, uint64_t pitch);
+
+// Whether `box` of a [rows, cols] matrix lies on whole `block` x `block` blocks: it starts on a
+// block corner and ends on a block edge or the matrix's.
+inline bool on_whole_blocks(const Box& box, uint64_t rows, uint64_t cols, uint64_t block = kFp8Block) {
+  return box.row0 % block == 0 && box.col0 % block == 0 && (box.rows % block == 0 || box.row0 + box.rows == rows) &&
+         (box.cols % block == 0 || box.col0 + box.cols == cols);
+}
 
 // Quantizes the bf16 matrix `bf16` [rows, cols] (row-major) into `e4m3` [rows, cols] and `scales`
 // [ceil(rows/128), ceil(cols/128)]. invalid_argument naming the block that holds a NaN or infinity.

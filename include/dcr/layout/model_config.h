@@ -13,6 +13,10 @@
 
 namespace dcr {
 
+// A JSON value for a message: scalars as they are (cut at 80 characters), containers by kind, so
+// no value of an untrusted file is dumped whole.
+std::string json_brief(const nlohmann::json& value);
+
 // The largest count config.json may give for any size (2^40).
 constexpr int64_t kMaxConfigCount = int64_t{1} << 40;
 

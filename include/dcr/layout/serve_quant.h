@@ -38,7 +38,6 @@ struct ServedTensor {
 };
 
 struct ServedModel {
-  ServeQuant quant = ServeQuant::none;
   Manifest manifest;                  // the served tensors
   ModelRules rules;                   // their rules (a weight's and its scales' with `block` set)
   std::vector<ServedTensor> tensors;  // one per served tensor
@@ -54,5 +53,8 @@ Status serve_model(const Manifest& model, const ModelRules& rules, ServeQuant qu
 // and the block. The references must outlive the result.
 BoxBytes served_bytes(const Manifest& model, const Manifest& served, const std::vector<ServedTensor>& tensors,
                       const TensorBytes& model_bits);
+
+// Every tensor of `served` whole, from `bits` (served_bytes' result): the served model in memory.
+Status served_tensors(const Manifest& served, const BoxBytes& bits, CanonicalBits* out);
 
 }  // namespace dcr
