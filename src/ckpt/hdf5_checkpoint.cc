@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,12 +10,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "dcr/ckpt/checkpoint.h"
 #include "dcr/codec/byte_io.h"
 #include "dcr/core/hash.h"
 #include "src/core/files.h"
+#include "src/core/mapped_file.h"
 #include "src/ckpt/h5_util.h"
 #include "src/ckpt/tensor_size.h"
 
@@ -92,17 +93,16 @@ Status write_file_attributes(hid_t file, const Manifest& manifest, uint64_t vers
 constexpr size_t kSealBytes = 512;
 constexpr char kSealMagic[8] = {'D', 'C', 'R', 'S', 'E', 'A', 'L', '1'};
 
-// hash64 of the file's bytes after the seal, and its length, through a read-only mapping.
+// hash64 of the file's bytes after the seal, and its length, through a read-only mapping. A file
+// changed while it is hashed (cut short, rewritten) is io_error naming it, not a hash that fails
+// its seal: the file may be whole once the writer has finished.
 Status hash_after_seal(int fd, const std::string& path, uint64_t* length, uint64_t* hash) {
-  struct stat st {};
-  DCR_REQUIRE(::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > kSealBytes, Code::corrupt,
-              "'" + path + "' is too short to hold a sealed HDF5 checkpoint");
-  *length = static_cast<uint64_t>(st.st_size);
-  void* data = ::mmap(nullptr, *length, PROT_READ, MAP_PRIVATE, fd, 0);
-  DCR_REQUIRE(data != MAP_FAILED, Code::io_error, "cannot map '" + path + "': " + std::strerror(errno));
-  *hash = hash64(static_cast<const uint8_t*>(data) + kSealBytes, *length - kSealBytes);
-  ::munmap(data, *length);
-  return Status::ok();
+  std::unique_ptr<MappedFile> file;
+  DCR_TRY(MappedFile::map(fd, path, &file));
+  DCR_REQUIRE(file->size() > kSealBytes, Code::corrupt, "'" + path + "' is too short to hold a sealed HDF5 checkpoint");
+  *length = file->size();
+  *hash = hash64(file->data() + kSealBytes, *length - kSealBytes);
+  return file->check_unchanged();
 }
 
 Status write_seal(const std::string& path) {

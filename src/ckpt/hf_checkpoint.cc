@@ -1,8 +1,6 @@
 #include "dcr/ckpt/hf_checkpoint.h"
 
-#include <fcntl.h>
 #include <glob.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "dcr/ckpt/safetensors.h"
 #include "src/ckpt/tensor_size.h"
 #include "src/core/files.h"
+#include "src/core/mapped_file.h"
 
 namespace dcr {
 
@@ -84,27 +83,40 @@ uint64_t mapping_rss(const void* start) {
   return 0;
 }
 
-}  // namespace
-
-HfCheckpoint::~HfCheckpoint() {
-  for (const Mapping& m : mappings_) munmap(m.data, m.size);
+// Whether a glob match is a directory (after symlinks). A match that leads nowhere is refused: the
+// caller numbers checkpoints by their place in the list.
+Status look_at_match(const std::string& path, bool* directory) {
+  struct stat st {};
+  *directory = false;
+  if (::stat(path.c_str(), &st) == 0) {
+    *directory = S_ISDIR(st.st_mode);
+    return Status::ok();
+  }
+  const int error = errno;
+  const std::string shift = "; it is not skipped, as every later checkpoint's version would shift down by one";
+  DCR_REQUIRE(error != ELOOP, Code::invalid_argument, "'" + path + "' is a symlink loop" + shift);
+  struct stat link {};
+  if (error == ENOENT && ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    std::string target(4096, '\0');
+    const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+    target.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return Status(Code::invalid_argument,
+                  "'" + path + "' is a dangling symlink (to '" + printable(target) + "', which does not exist)" + shift);
+  }
+  if (error == ENOENT) return Status::ok();  // removed since glob listed it: not there
+  return Status(Code::io_error, "cannot look at '" + path + "': " + std::strerror(error));
 }
 
+}  // namespace
+
+HfCheckpoint::~HfCheckpoint() = default;
+
 Status HfCheckpoint::map_file(const std::string& name, size_t* index) {
-  const std::string path = dir_ + "/" + name;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  DCR_REQUIRE(fd >= 0, errno == ENOENT ? Code::not_found : Code::io_error,
-              "cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  const bool sized = fstat(fd, &st) == 0;
-  void* data = sized && st.st_size > 0 ? mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0)
-                                       : MAP_FAILED;
-  const int error = errno;
-  ::close(fd);
-  DCR_REQUIRE(data != MAP_FAILED, Code::io_error, "cannot map '" + path + "': " + std::strerror(error));
-  madvise(data, static_cast<size_t>(st.st_size), MADV_RANDOM);  // read only the pages touched
-  mappings_.push_back(Mapping{path, static_cast<uint8_t*>(data), static_cast<uint64_t>(st.st_size)});
-  *index = mappings_.size() - 1;
+  std::unique_ptr<MappedFile> file;
+  DCR_TRY(MappedFile::open(dir_ + "/" + name, &file));
+  file->advise_random();  // read only the pages touched
+  files_.push_back(std::move(file));
+  *index = files_.size() - 1;
   return Status::ok();
 }
 
@@ -124,12 +136,18 @@ Status HfCheckpoint::open(const std::string& dir, std::unique_ptr<HfCheckpoint>*
     DCR_REQUIRE(exists(path), Code::not_found,
                 "checkpoint '" + dir + "': shard file '" + file + "'" + (weight_map.empty() ? "" : " named by " + std::string(kIndex)) +
                     " does not exist");
-    std::vector<SafetensorsEntry> entries;
-    DCR_TRY(read_safetensors_header(path, &entries));
-    size_t mapping = 0;
+    size_t mapping = 0;  // mapped before the header is read: check_unchanged() then covers the header too
     DCR_TRY(c->map_file(file, &mapping));
+    std::vector<SafetensorsEntry> entries;
+    const Status header = read_safetensors_header(path, &entries);
+    if (!header.is_ok()) DCR_TRY(c->check_unchanged());  // a header torn by a writer is not damage
+    DCR_TRY(header);
+    const uint64_t mapped = c->files_[mapping]->size();
     for (SafetensorsEntry& e : entries) {
       const std::string& name = e.desc.name;
+      DCR_REQUIRE(e.end <= mapped, Code::io_error,
+                  "checkpoint file '" + path + "' changed while it was being read (its header places tensor '" + name +
+                      "' up to byte " + std::to_string(e.end) + ", the file mapped before had " + std::to_string(mapped) + ")");
       if (!weight_map.empty()) {
         const auto it = weight_map.find(name);
         DCR_REQUIRE(it != weight_map.end() && it->second == file, Code::corrupt,
@@ -138,7 +156,7 @@ Status HfCheckpoint::open(const std::string& dir, std::unique_ptr<HfCheckpoint>*
       }
       DCR_REQUIRE(seen.insert(name).second, Code::corrupt,
                   "checkpoint '" + dir + "': tensor '" + name + "' appears twice (again in '" + file + "')");
-      c->bytes_.push_back(c->mappings_[mapping].data + e.begin);
+      c->bytes_.push_back(c->files_[mapping]->data() + e.begin);
       c->manifest_.tensors.push_back(std::move(e.desc));
     }
   }
@@ -148,14 +166,23 @@ Status HfCheckpoint::open(const std::string& dir, std::unique_ptr<HfCheckpoint>*
                     "', which does not hold it");
   }
   DCR_TRY(c->manifest_.validate().with_context("checkpoint '" + dir + "'"));
+  DCR_TRY(c->check_unchanged());  // the headers read are those of the files mapped
   *out = std::move(c);
   return Status::ok();
 }
 
 uint64_t HfCheckpoint::resident_bytes() const {
   uint64_t total = 0;
-  for (const Mapping& m : mappings_) total += mapping_rss(m.data);
+  for (const std::unique_ptr<MappedFile>& f : files_) total += f->data() ? mapping_rss(f->data()) : 0;
   return total;
+}
+
+Status HfCheckpoint::check_unchanged() const {
+  for (const std::unique_ptr<MappedFile>& f : files_) {
+    const Status st = f->check_unchanged();
+    if (!st.is_ok()) return Status(st.code(), "checkpoint file " + st.message());
+  }
+  return Status::ok();
 }
 
 bool hf_checkpoint_complete(const std::string& dir) {
@@ -186,15 +213,18 @@ bool natural_less(const std::string& a, const std::string& b) {
 }
 
 Status list_checkpoints(const std::string& pattern, std::vector<std::string>* dirs) {
+  std::string trimmed = pattern;  // glob drops what is not a directory from "dir/*/" unasked
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
   glob_t g{};
-  const int rc = glob(pattern.c_str(), GLOB_ONLYDIR, nullptr, &g);
-  dirs->clear();
-  for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) {
-    std::string d = g.gl_pathv[i];
-    while (d.size() > 1 && d.back() == '/') d.pop_back();
-    if (std::filesystem::is_directory(d)) dirs->push_back(d);
-  }
+  const int rc = glob(trimmed.c_str(), 0, nullptr, &g);
+  std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + (rc == 0 ? g.gl_pathc : 0));
   globfree(&g);
+  dirs->clear();
+  for (const std::string& m : matches) {
+    bool directory = false;
+    DCR_TRY(look_at_match(m, &directory));
+    if (directory) dirs->push_back(m);
+  }
   DCR_REQUIRE(!dirs->empty(), Code::not_found, "no checkpoint directory matches '" + pattern + "'");
   std::sort(dirs->begin(), dirs->end(), natural_less);
   return Status::ok();

@@ -148,7 +148,11 @@ Status advance_source_to(RankState* s, uint64_t version) {
   if (!s->source) return Status::ok();
   DCR_TRY(s->source->seek(version));
   if (s->topology.role != Role::trainer) return Status::ok();
-  return s->current.load(s->plan.served_bytes(s->source->bytes())).with_context("version " + std::to_string(version));
+  const Status loaded = s->current.load(s->plan.served_bytes(s->source->bytes()));
+  // A file saved again while it was loaded leaves a torn shard: never encoded, and named as the
+  // cause rather than whatever the torn bytes made load() refuse.
+  DCR_TRY(s->source->check_unchanged().with_context("version " + std::to_string(version) + " is not used"));
+  return loaded.with_context("version " + std::to_string(version));
 }
 
 Status seek_everywhere(RankState* s, uint64_t version) {
@@ -205,6 +209,9 @@ bool verified(RankState* s, const Shard& shard) {
     std::string difference;
     const Status st = shard.matches(s->plan.served_bytes(s->source->bytes()), &ok, &difference);
     if (!st.is_ok()) ok = false, difference = st.to_string();
+    // Bits compared with a file saved again meanwhile prove nothing either way: say that, not "bits differ".
+    const Status unchanged = s->source->check_unchanged();
+    if (!unchanged.is_ok()) ok = false, difference = "cannot verify: " + unchanged.to_string();
     if (!ok) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), difference.c_str());
   }
   return all_true(s, ok);

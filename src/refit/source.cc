@@ -43,15 +43,18 @@ class ChangeModelSource : public VersionSource {
   uint64_t version_ = 0;
 };
 
-// World rank 0's list, sent to every rank (names joined by '\n').
-Status share_list(std::vector<std::string>* dirs, MPI_Comm world) {
+// World rank 0's list (names joined by '\n'), or the error `listed` it got making it, sent to
+// every rank: each returns that error.
+Status share_list(const Status& listed, std::vector<std::string>* dirs, MPI_Comm world) {
   std::string joined;
   for (const std::string& d : *dirs) joined += d + "\n";
-  uint64_t size = joined.size();
-  MPI_Bcast(&size, 1, MPI_UINT64_T, 0, world);
-  joined.resize(size);
-  MPI_Bcast(joined.data(), static_cast<int>(size), MPI_CHAR, 0, world);
+  if (!listed.is_ok()) joined = listed.message();
+  uint64_t head[2] = {static_cast<uint64_t>(listed.code()), joined.size()};
+  MPI_Bcast(head, 2, MPI_UINT64_T, 0, world);
+  joined.resize(head[1]);
+  MPI_Bcast(joined.data(), static_cast<int>(head[1]), MPI_CHAR, 0, world);
   dirs->clear();
+  DCR_REQUIRE(head[0] == static_cast<uint64_t>(Code::ok), static_cast<Code>(head[0]), joined);
   for (size_t at = 0; at < joined.size();) {
     const size_t end = joined.find('\n', at);
     dirs->push_back(joined.substr(at, end - at));
@@ -60,14 +63,18 @@ Status share_list(std::vector<std::string>* dirs, MPI_Comm world) {
   return Status::ok();
 }
 
-// The complete checkpoints in a watched directory, in natural order.
-std::vector<std::string> complete_in(const std::string& dir) {
-  std::vector<std::string> all, complete;
-  if (!list_checkpoints(dir + "/*", &all).is_ok()) return complete;
+// The complete checkpoints in a watched directory, in natural order. An empty directory holds
+// none; a dangling symlink or a symlink loop there is an error (list_checkpoints).
+Status complete_in(const std::string& dir, std::vector<std::string>* complete) {
+  std::vector<std::string> all;
+  complete->clear();
+  const Status listed = list_checkpoints(dir + "/*", &all);
+  if (listed.code() == Code::not_found) return Status::ok();
+  DCR_TRY(listed);
   for (const std::string& d : all) {
-    if (hf_checkpoint_complete(d)) complete.push_back(d);
+    if (hf_checkpoint_complete(d)) complete->push_back(d);
   }
-  return complete;
+  return Status::ok();
 }
 
 // Whether checkpoint `dir` opens whole: a trainer may still be writing one whose index (or
@@ -82,30 +89,34 @@ bool readable(const std::string& dir, std::string* why) {
 // Rank 0: the listed checkpoints, or with --watch those present once there are more than `need`
 // and checkpoint `need` opens whole: the list ends before the first from `need` on that does not
 // open yet (or, once the timeout passed or a file named STOP says no more will come, all of them,
-// so that one which never opened is reported by its reader).
-std::vector<std::string> rank0_list(const RefitConfig& config, size_t need) {
-  std::vector<std::string> dirs;
+// so that one which never opened is reported by its reader). No match at all is an empty list
+// (the callers say what that means); a match that leads nowhere is an error.
+Status rank0_list(const RefitConfig& config, size_t need, std::vector<std::string>* dirs) {
+  dirs->clear();
   if (!config.checkpoints.empty()) {
-    list_checkpoints(config.checkpoints, &dirs);
-    return dirs;
+    const Status listed = list_checkpoints(config.checkpoints, dirs);
+    return listed.code() == Code::not_found ? Status::ok() : listed;
   }
   const auto start = Clock::now();
   std::string said, why;  // what the last line said it waits for (each is said once)
   while (std::filesystem::is_directory(config.watch)) {  // a missing directory is reported at once
-    dirs = complete_in(config.watch);
+    DCR_TRY(complete_in(config.watch, dirs));
     size_t ready = need;
-    while (ready < dirs.size() && readable(dirs[ready], &why)) ++ready;
-    if (ready > need) return std::vector<std::string>(dirs.begin(), dirs.begin() + ready);
-    if (std::filesystem::exists(config.watch + "/STOP")) return dirs;
-    if (std::chrono::duration<double>(Clock::now() - start).count() > config.watch_timeout_s) return dirs;
-    const std::string waiting = dirs.size() > need ? "waiting for '" + dirs[need] + "' to be complete"
-                                                   : "waiting for checkpoint " + std::to_string(need + 1) + " in '" +
-                                                         config.watch + "'";
-    if (waiting != said) DCR_LOG(info, "refit", "%s%s", waiting.c_str(), dirs.size() > need ? (" (" + why + ")").c_str() : "");
+    while (ready < dirs->size() && readable((*dirs)[ready], &why)) ++ready;
+    if (ready > need) {
+      dirs->resize(ready);
+      return Status::ok();
+    }
+    if (std::filesystem::exists(config.watch + "/STOP")) return Status::ok();
+    if (std::chrono::duration<double>(Clock::now() - start).count() > config.watch_timeout_s) return Status::ok();
+    const std::string waiting = dirs->size() > need ? "waiting for '" + (*dirs)[need] + "' to be complete"
+                                                    : "waiting for checkpoint " + std::to_string(need + 1) + " in '" +
+                                                          config.watch + "'";
+    if (waiting != said) DCR_LOG(info, "refit", "%s%s", waiting.c_str(), dirs->size() > need ? (" (" + why + ")").c_str() : "");
     said = waiting;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  return dirs;
+  return Status::ok();
 }
 
 class CheckpointSource : public VersionSource {
@@ -117,16 +128,17 @@ class CheckpointSource : public VersionSource {
     int rank = 0;
     MPI_Comm_rank(world, &rank);
     if (v >= dirs_.size()) {
-      if (rank == 0) dirs_ = rank0_list(config_, v);
-      DCR_TRY(share_list(&dirs_, world));
+      const Status listed = rank == 0 ? rank0_list(config_, v, &dirs_) : Status::ok();
+      DCR_TRY(share_list(listed, &dirs_, world));
     }
     *exists = v < dirs_.size();
     return Status::ok();
   }
   Status seek(uint64_t v) override {
     DCR_REQUIRE(v < dirs_.size(), Code::not_found, "no checkpoint for version " + std::to_string(v));
-    if (open_ && open_version_ == v) return Status::ok();
+    if (open_ && open_version_ == v && !stale_) return Status::ok();
     open_.reset();
+    stale_ = false;
     DCR_TRY(HfCheckpoint::open(dirs_[v], &open_));
     const std::string difference = manifest_difference(manifest_, open_->manifest());
     DCR_REQUIRE(difference.empty(), Code::invalid_argument,
@@ -148,6 +160,14 @@ class CheckpointSource : public VersionSource {
   }
   std::string describe(uint64_t v) const override { return v < dirs_.size() ? dirs_[v] : "?"; }
   uint64_t touched_bytes() const override { return open_ ? open_->resident_bytes() : 0; }
+  // The open checkpoint stays mapped after a failure (bytes() may still be read: zeros where pages
+  // vanished), but is stale: the next seek, to this version too, maps the files again.
+  Status check_unchanged() override {
+    const Status st = open_ ? open_->check_unchanged() : Status::ok();
+    if (st.is_ok()) return st;
+    stale_ = true;
+    return Status(st.code(), st.message() + "; rerun the same command once the writer has finished");
+  }
 
  private:
   RefitConfig config_;
@@ -156,6 +176,7 @@ class CheckpointSource : public VersionSource {
   std::vector<std::string> dirs_;
   std::unique_ptr<HfCheckpoint> open_;
   uint64_t open_version_ = 0;
+  bool stale_ = false;  // a file of open_ changed while it was read
   std::vector<uint32_t> order_;  // plan tensor id -> id in the open checkpoint
 };
 
@@ -175,8 +196,8 @@ Status first_checkpoint(const RefitConfig& config, MPI_Comm world, std::string* 
   int rank = 0;
   MPI_Comm_rank(world, &rank);
   std::vector<std::string> dirs;
-  if (rank == 0) dirs = rank0_list(config, 0);
-  DCR_TRY(share_list(&dirs, world));
+  const Status listed = rank == 0 ? rank0_list(config, 0, &dirs) : Status::ok();
+  DCR_TRY(share_list(listed, &dirs, world));
   DCR_REQUIRE(!dirs.empty(), Code::not_found,
               config.checkpoints.empty()
                   ? "no complete checkpoint appeared in '" + config.watch + "' within --watch-timeout (" +

@@ -1,7 +1,10 @@
 // HF checkpoint directories: sharded and single-file checkpoints memory-mapped, tensors found in
-// their shards, and each kind of damage refused naming the file and the tensor.
+// their shards, and each kind of damage refused naming the file and the tensor; a shard cut short
+// under a read reported naming it; what list_checkpoints makes of each kind of match.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -117,6 +120,72 @@ TEST_F(HfCheckpointTest, RefusesAnIndexThatDisagreesWithItsShards) {
   expect_refused(Code::corrupt, {"extra.weight", "does not hold it"});
   write_text("model.safetensors.index.json", R"({"weight_map": {"a": "../escape.safetensors"}})");
   expect_refused(Code::invalid_argument, {"outside the checkpoint"});
+}
+
+TEST_F(HfCheckpointTest, CheckUnchangedNamesAShardCutShortUnderTheRead) {
+  write_sharded();
+  std::unique_ptr<HfCheckpoint> c;
+  ASSERT_TRUE(open(&c).is_ok());
+  EXPECT_TRUE(c->check_unchanged().is_ok());
+  const std::string shard = (dir_ / "model-00002-of-00002.safetensors").string();
+  ASSERT_EQ(::truncate(shard.c_str(), 0), 0);  // a trainer saving it again (O_TRUNC) as it is read
+  const TensorDesc& q = c->manifest().tensors[2];
+  std::vector<uint8_t> copy(q.nbytes());
+  std::memcpy(copy.data(), c->tensor(2), copy.size());  // no SIGBUS
+  const Status st = c->check_unchanged();
+  EXPECT_EQ(st.code(), Code::io_error) << st.to_string();
+  EXPECT_NE(st.message().find("checkpoint file '" + shard + "' changed while it was being read"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("pages vanished"), std::string::npos) << st.message();
+}
+
+// list_checkpoints over DIR/step-*: what each kind of match does.
+class ListCheckpointsTest : public HfCheckpointTest {
+ protected:
+  void SetUp() override {
+    HfCheckpointTest::SetUp();
+    for (const char* step : {"step-0000", "step-0001", "step-0010"}) fs::create_directories(dir_ / step);
+  }
+  Status list(std::vector<std::string>* dirs, const std::string& tail = "step-*") {
+    return list_checkpoints((dir_ / tail).string(), dirs);
+  }
+};
+
+TEST_F(ListCheckpointsTest, DirectoriesAndSymlinksToThemInNaturalOrderFilesSkipped) {
+  fs::create_directory_symlink(dir_ / "step-0010", dir_ / "step-0002");
+  std::ofstream(dir_ / "step-STOP") << "";  // a file among the matches: not a checkpoint
+  fs::create_symlink(dir_ / "step-STOP", dir_ / "step-0003");
+  std::vector<std::string> dirs;
+  ASSERT_TRUE(list(&dirs).is_ok());
+  const std::vector<std::string> expected = {(dir_ / "step-0000").string(), (dir_ / "step-0001").string(),
+                                             (dir_ / "step-0002").string(), (dir_ / "step-0010").string()};
+  EXPECT_EQ(dirs, expected);
+  ASSERT_TRUE(list(&dirs, "step-*/").is_ok());  // a trailing slash lists the same
+  EXPECT_EQ(dirs, expected);
+  const Status none = list(&dirs, "nothing-*");
+  EXPECT_EQ(none.code(), Code::not_found) << none.to_string();
+}
+
+TEST_F(ListCheckpointsTest, RefusesADanglingSymlinkNamingIt) {
+  fs::create_symlink(dir_ / "moved-away", dir_ / "step-0002");
+  for (const char* tail : {"step-*", "step-*/"}) {  // glob alone would drop it from "step-*/"
+    std::vector<std::string> dirs;
+    const Status st = list(&dirs, tail);
+    EXPECT_EQ(st.code(), Code::invalid_argument) << st.to_string();
+    EXPECT_NE(st.message().find("'" + (dir_ / "step-0002").string() + "' is a dangling symlink"), std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("moved-away"), std::string::npos) << st.message();
+  }
+}
+
+TEST_F(ListCheckpointsTest, RefusesASymlinkLoopNamingIt) {
+  fs::create_symlink(dir_ / "step-0003", dir_ / "step-0002");
+  fs::create_symlink(dir_ / "step-0002", dir_ / "step-0003");
+  std::vector<std::string> dirs;
+  const Status st = list(&dirs);
+  EXPECT_EQ(st.code(), Code::invalid_argument) << st.to_string();
+  EXPECT_NE(st.message().find("is a symlink loop"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find((dir_ / "step-000").string()), std::string::npos) << st.message();
 }
 
 TEST(HfCheckpointNames, NaturalOrderAndManifestDifferences) {

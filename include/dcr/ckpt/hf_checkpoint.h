@@ -1,7 +1,9 @@
 // HuggingFace checkpoint directories, memory-mapped: config.json plus model.safetensors, or
 // model.safetensors.index.json and the shard files it names. Opening reads only the headers; a
 // tensor's bytes come from the mapping when touched, so a trainer that copies its shard reads only
-// its shard's pages (no gather of the model).
+// its shard's pages (no gather of the model). A trainer may save the same step again while it is
+// read: reads of a file truncated under them do not crash (src/core/mapped_file.h), and
+// check_unchanged() says whether what was read is what was opened.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,6 +17,8 @@
 #include "dcr/core/tensor.h"
 
 namespace dcr {
+
+class MappedFile;
 
 class HfCheckpoint {
  public:
@@ -31,13 +35,12 @@ class HfCheckpoint {
   const uint8_t* tensor(uint32_t id) const { return bytes_[id]; }
   // Bytes of the checkpoint's files that this process has touched (resident pages of its mappings).
   uint64_t resident_bytes() const;
+  // After reading tensors: io_error naming the first shard file that changed since open() (pages
+  // gone under a read, or its size, mtime, ctime or inode differ): the bytes read may mix two
+  // saves, or hold zeros where the file was cut short, and must not be used.
+  Status check_unchanged() const;
 
  private:
-  struct Mapping {
-    std::string path;
-    uint8_t* data = nullptr;
-    uint64_t size = 0;
-  };
   HfCheckpoint() = default;
   Status map_file(const std::string& name, size_t* index);  // maps a file once (names come from a set)
 
@@ -45,15 +48,18 @@ class HfCheckpoint {
   nlohmann::json config_;
   Manifest manifest_;
   std::vector<const uint8_t*> bytes_;
-  std::vector<Mapping> mappings_;
+  std::vector<std::unique_ptr<MappedFile>> files_;
 };
 
 // Whether `dir` holds a complete checkpoint: config.json and model.safetensors.index.json (written
 // last by sharded savers) or model.safetensors.
 bool hf_checkpoint_complete(const std::string& dir);
 
-// Directories matching a glob pattern, in natural order ("step-9" before "step-10").
-// not_found when none matches.
+// Directories matching a glob pattern (symlinks to directories count), in natural order ("step-9"
+// before "step-10"). Other files that match are skipped: a watched directory holds a STOP file. A
+// match that leads nowhere, a dangling symlink or a symlink loop, is refused naming it
+// (invalid_argument; io_error when it cannot be looked at): dropping it would shift every later
+// checkpoint's version by one. not_found when no directory matches.
 Status list_checkpoints(const std::string& pattern, std::vector<std::string>* dirs);
 
 // Natural order of names: digit runs compare as numbers.

@@ -29,13 +29,19 @@ class VersionSource {
   virtual std::string describe(uint64_t v) const = 0;
   // Bytes of the current version's files this process has touched (0 for the change model).
   virtual uint64_t touched_bytes() const { return 0; }
+  // After reading bytes(): whether they are the version seek() opened. Checkpoints: io_error naming
+  // the file a trainer saved again (truncated, rewritten, replaced) while it was read; the next
+  // seek opens the version again. The change model's bits cannot change underneath: ok.
+  virtual Status check_unchanged() { return Status::ok(); }
 };
 
 // Steps `model` to each version at the configured rates (version v+1 at rates[v % n]).
 std::unique_ptr<VersionSource> change_model_source(const RefitConfig& config, std::unique_ptr<ChangeModel> model);
 
 // Versions from HF checkpoint directories: --checkpoints (a glob, listed once by world rank 0) or
-// --watch (rank 0 waits for the next complete one). Every checkpoint must have the manifest of
+// --watch (rank 0 waits for the next complete one). A dangling symlink or a symlink loop among
+// the matches (or in the watched directory) stops the job naming it (list_checkpoints); other
+// files are skipped. Every checkpoint must have the manifest of
 // the first (tensor set, shapes, dtypes; the order may differ; tensors are found by name) and its
 // config.json's layout fields (`model_config`; model_config.h's layout_difference).
 Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, const nlohmann::json& model_config,
