@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang (libFuzzer + ASan + UBSan) into build-fuzz and runs each: the
 # frame decoder (and sealed frames) for FUZZ_SECONDS (default 60), the checkpoint readers, the
-# journal / spool manifest readers, the INI configuration and the model-family files with
-# config.json for FUZZ_FILE_SECONDS (default 30) each; FUZZ_RUNS sets an input count instead, and
+# journal / spool manifest readers, the INI configuration, the model-family files with
+# config.json and the S3 client's readers of a server's answers (s3) for FUZZ_FILE_SECONDS
+# (default 30) each; FUZZ_RUNS sets an input count instead, and
 # FUZZ_TARGETS a subset (e.g. FUZZ_TARGETS=family FUZZ_RUNS=1000000 scripts/fuzz.sh).
 # Fails on any crash, leak, sanitizer report or input that runs 25 s (then it leaves the failing input as
 # build-fuzz/crash-*: add it to tests/fuzz/regressions[-<target>]).
@@ -11,9 +12,9 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCR_CUDA=OFF -DDCR_FUZZ=ON \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" >/dev/null
-targets=(decode checkpoint state config family)
+targets=(decode checkpoint state config family s3)
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_decode fuzz_decode_replay fuzz_checkpoint fuzz_checkpoint_replay \
-  fuzz_state fuzz_state_replay fuzz_config fuzz_config_replay fuzz_family fuzz_family_replay
+  fuzz_state fuzz_state_replay fuzz_config fuzz_config_replay fuzz_family fuzz_family_replay fuzz_s3 fuzz_s3_replay
 export DCR_LOG_LEVEL=error  # readers warn about every damaged input
 [ -n "${FUZZ_TARGETS:-}" ] && read -r -a targets <<<"$FUZZ_TARGETS"
 for target in "${targets[@]}"; do

@@ -70,7 +70,8 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   if (!config.store.empty()) {
     std::unique_ptr<ObjectStore> store;
-    DCR_TRY(open_store(config.store, &store).with_context("--store"));
+    const StoreAccess access = config.role == "follow" ? StoreAccess::read : StoreAccess::write;  // a follower only reads
+    DCR_TRY(open_store(config.store, access, &store).with_context("--store"));
     s->spool = std::make_unique<FrameSpool>(std::shared_ptr<ObjectStore>(std::move(store)), config.trainers);
   }
   if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));

@@ -293,7 +293,7 @@ Status FrameSpool::frames_of(const VersionEntry& entry, std::vector<FrameRef>* o
 Status FrameSpool::read_frame(const VersionEntry& entry, const FrameRef& ref, std::vector<uint8_t>* frame) const {
   const std::string what = "frame object " + where(ref.key);
   bool found = false;
-  DCR_TRY(store_->get(ref.key, frame, &found));
+  DCR_TRY(store_->get(ref.key, frame, &found, ref.bytes));
   DCR_REQUIRE(found, Code::corrupt, what + ", listed in " + where(ref.manifest) + ", is missing");
   DCR_REQUIRE(frame->size() == ref.bytes, Code::corrupt,
               what + " has " + std::to_string(frame->size()) + " bytes, its manifest says " + std::to_string(ref.bytes));

@@ -1,5 +1,6 @@
 // The file:// object store: each key is a file under one directory ("v3/MANIFEST" is
 // <dir>/v3/MANIFEST), written as "<file>.tmp" and renamed, so readers see whole objects only.
+// Opened for reading it creates nothing and refuses put and remove.
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -24,14 +25,24 @@ Status check_key(const std::string& key) {
   return Status::ok();
 }
 
+// "object 'v1/w0-000000.frame' in file:///d holds 900 bytes, more than the 800 this read accepts".
+Status check_size(const std::string& what, uint64_t size, uint64_t max_bytes) {
+  DCR_REQUIRE(size <= max_bytes, Code::corrupt,
+              what + " holds " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
+                  " this read accepts");
+  return Status::ok();
+}
+
 class FileStore : public ObjectStore {
  public:
-  explicit FileStore(std::string dir) : dir_(std::move(dir)) {}
+  using ObjectStore::get;
+  FileStore(std::string dir, StoreAccess access) : dir_(std::move(dir)), access_(access) {}
 
   std::string describe() const override { return "file://" + dir_; }
 
   Status put(const std::string& key, const uint8_t* data, size_t bytes, bool durable) override {
     DCR_TRY(check_key(key));
+    DCR_TRY(check_writable("put", key));
     const std::filesystem::path path = path_of(key);
     DCR_TRY(make_parents(path.parent_path()));
     // Durable: the object and every rename before it into its directory survive a crash.
@@ -40,9 +51,19 @@ class FileStore : public ObjectStore {
     return Status::ok();
   }
 
-  Status get(const std::string& key, std::vector<uint8_t>* out, bool* found) override {
+  // The size is checked before reading and again after (the file may be replaced meanwhile).
+  Status get(const std::string& key, std::vector<uint8_t>* out, bool* found, uint64_t max_bytes) override {
     DCR_TRY(check_key(key));
-    return files::read_whole(path_of(key).string(), out, found);
+    out->clear();
+    const std::string path = path_of(key).string(), what = "object '" + key + "' in " + describe();
+    uint64_t size = 0;
+    const Status there = files::check_regular_file(path, UINT64_MAX, &size);
+    *found = there.code() != Code::not_found;
+    if (!*found) return Status::ok();
+    DCR_TRY(there);
+    DCR_TRY(check_size(what, size, max_bytes));
+    DCR_TRY(files::read_whole(path, out, found));
+    return check_size(what, out->size(), max_bytes);
   }
 
   Status list(const std::string& prefix, std::vector<std::string>* keys) override {
@@ -64,6 +85,7 @@ class FileStore : public ObjectStore {
   // Removes the file, then its directories up to the store's own while they are empty.
   Status remove(const std::string& key) override {
     DCR_TRY(check_key(key));
+    DCR_TRY(check_writable("remove", key));
     std::filesystem::path path = path_of(key);
     std::error_code error;
     std::filesystem::remove(path, error);
@@ -76,6 +98,12 @@ class FileStore : public ObjectStore {
   }
 
  private:
+  Status check_writable(const char* what, const std::string& key) const {
+    DCR_REQUIRE(access_ == StoreAccess::write, Code::invalid_argument,
+                std::string(what) + " of '" + key + "' refused: the store " + describe() + " was opened for reading");
+    return Status::ok();
+  }
+
   std::filesystem::path path_of(const std::string& key) const { return std::filesystem::path(dir_) / key; }
 
   // The store's directories are private (0700), as the spool's always were.
@@ -87,14 +115,15 @@ class FileStore : public ObjectStore {
   }
 
   std::string dir_;
+  StoreAccess access_;
 };
 
 }  // namespace
 
-std::unique_ptr<ObjectStore> file_store(const std::string& dir) {
+std::unique_ptr<ObjectStore> file_store(const std::string& dir, StoreAccess access) {
   std::string d = dir;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
-  return std::make_unique<FileStore>(d);
+  return std::make_unique<FileStore>(d, access);
 }
 
 }  // namespace dcr

@@ -103,7 +103,7 @@ Status find_credentials(S3Location* where) {
   return read_credentials_file(path, profile, where);
 }
 
-Status open_s3(const std::string& url, std::unique_ptr<ObjectStore>* out) {
+Status open_s3(const std::string& url, StoreAccess access, std::unique_ptr<ObjectStore>* out) {
   std::string rest = url.substr(5), query;
   const size_t q = rest.find('?');
   if (q != std::string::npos) {
@@ -125,20 +125,20 @@ Status open_s3(const std::string& url, std::unique_ptr<ObjectStore>* out) {
   if (where.endpoint.empty()) where.endpoint = "https://s3." + where.region + ".amazonaws.com";
   while (!where.endpoint.empty() && where.endpoint.back() == '/') where.endpoint.pop_back();
   DCR_TRY(find_credentials(&where).with_context("store '" + url + "'"));
-  return s3_store(where, options, out);
+  return s3_store(where, options, access, out);
 }
 
 }  // namespace
 
-Status open_store(const std::string& url, std::unique_ptr<ObjectStore>* out) {
+Status open_store(const std::string& url, StoreAccess access, std::unique_ptr<ObjectStore>* out) {
   if (url.compare(0, 7, "file://") == 0) {
     const std::string dir = url.substr(7);
     DCR_REQUIRE(!dir.empty() && dir[0] == '/', Code::invalid_argument,
                 "store URL '" + url + "': a file:// URL names an absolute directory (file:///shared/dcr-store)");
-    *out = file_store(dir);
+    *out = file_store(dir, access);
     return Status::ok();
   }
-  if (url.compare(0, 5, "s3://") == 0) return open_s3(url, out);
+  if (url.compare(0, 5, "s3://") == 0) return open_s3(url, access, out);
   return Status(Code::invalid_argument,
                 "store URL '" + url + "' is neither file:///DIR nor s3://BUCKET[/PREFIX] (credentials come from the "
                 "AWS_* environment or ~/.aws/credentials, never from the command line)");

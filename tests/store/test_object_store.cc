@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -25,14 +26,14 @@ std::unique_ptr<ObjectStore> fresh_store(const std::string& backend, std::string
   if (backend == "file") {
     const std::string dir = std::filesystem::temp_directory_path() / ("dcr-store-" + unique_name());
     std::filesystem::remove_all(dir);
-    EXPECT_TRUE(open_store("file://" + dir, &store).is_ok());
+    EXPECT_TRUE(open_store("file://" + dir, StoreAccess::write, &store).is_ok());
     return store;
   }
   if (std::getenv("AWS_ENDPOINT_URL") == nullptr) {
     *skip = "no S3 server (set AWS_ENDPOINT_URL and credentials, e.g. from scripts/s3_server.sh start DIR)";
     return nullptr;
   }
-  const Status st = open_store("s3://dcr-test/" + unique_name(), &store);
+  const Status st = open_store("s3://dcr-test/" + unique_name(), StoreAccess::write, &store);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return store;
 }
@@ -102,6 +103,21 @@ TEST_P(ObjectStoreSuite, RemoveDeletesAndAMissingObjectIsFine) {
   EXPECT_TRUE(list("").empty());
 }
 
+// A get names its limit: an object over it is corrupt (named, with its size), one at it is read.
+TEST_P(ObjectStoreSuite, AnObjectOverTheReadersLimitIsCorrupt) {
+  ASSERT_TRUE(store_->put("v4/w0-000001.frame", std::vector<uint8_t>(1000, 7), false).is_ok());
+  std::vector<uint8_t> bytes;
+  bool found = false;
+  const Status st = store_->get("v4/w0-000001.frame", &bytes, &found, 999);
+  std::printf("%s\n", st.to_string().c_str());
+  EXPECT_EQ(st.code(), Code::corrupt);
+  EXPECT_NE(st.message().find("v4/w0-000001.frame"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("holds 1000 bytes, more than the 999 this read accepts"), std::string::npos)
+      << st.message();
+  ASSERT_TRUE(store_->get("v4/w0-000001.frame", &bytes, &found, 1000).is_ok());
+  EXPECT_TRUE(found && bytes == std::vector<uint8_t>(1000, 7));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreSuite, ::testing::Values("file", "s3"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
@@ -128,7 +144,7 @@ class StoreUrl : public ::testing::Test {
 
 Status open(const std::string& url) {
   std::unique_ptr<ObjectStore> store;
-  return open_store(url, &store);
+  return open_store(url, StoreAccess::write, &store);
 }
 
 TEST_F(StoreUrl, BadUrlsNameWhatIsWrong) {
@@ -166,6 +182,44 @@ TEST(FileStore, KeysThatLeaveTheDirectoryAreRefused) {
     EXPECT_EQ(store->put(key, std::vector<uint8_t>{1}, false).code(), Code::invalid_argument) << key;
   }
   std::filesystem::remove_all(dir);
+}
+
+// An object over the reader's limit is refused unread, naming it, its size and the limit.
+TEST(FileStore, AnObjectOverTheLimitIsCorrupt) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("dcr-store-" + unique_name());
+  std::unique_ptr<ObjectStore> store = file_store(dir);
+  ASSERT_TRUE(store->put("v1/w0-000000.frame", std::vector<uint8_t>(900, 1), false).is_ok());
+  std::vector<uint8_t> bytes;
+  bool found = false;
+  const Status st = store->get("v1/w0-000000.frame", &bytes, &found, 800);
+  std::printf("%s\n", st.to_string().c_str());
+  EXPECT_EQ(st.code(), Code::corrupt);
+  EXPECT_EQ(st.message(), "object 'v1/w0-000000.frame' in file://" + dir +
+                              " holds 900 bytes, more than the 800 this read accepts");
+  EXPECT_TRUE(bytes.empty());
+  ASSERT_TRUE(store->get("v1/w0-000000.frame", &bytes, &found, 900).is_ok());
+  EXPECT_TRUE(found && bytes.size() == 900);
+  std::filesystem::remove_all(dir);
+}
+
+// Opened for reading: a missing directory lists nothing and is not made; put and remove are refused.
+TEST(FileStore, AStoreOpenedForReadingWritesNothing) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("dcr-store-" + unique_name());
+  std::unique_ptr<ObjectStore> store;
+  ASSERT_TRUE(open_store("file://" + dir, StoreAccess::read, &store).is_ok());
+  std::vector<std::string> keys;
+  EXPECT_TRUE(store->list("", &keys).is_ok());
+  EXPECT_TRUE(keys.empty());
+  std::vector<uint8_t> bytes;
+  bool found = true;
+  EXPECT_TRUE(store->get("LAYOUT", &bytes, &found).is_ok());
+  EXPECT_FALSE(found);
+  const Status put = store->put("LAYOUT", std::vector<uint8_t>{1}, true);
+  std::printf("%s\n", put.to_string().c_str());
+  EXPECT_EQ(put.code(), Code::invalid_argument);
+  EXPECT_EQ(put.message(), "put of 'LAYOUT' refused: the store file://" + dir + " was opened for reading");
+  EXPECT_EQ(store->remove("LAYOUT").code(), Code::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 }  // namespace
