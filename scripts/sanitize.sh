@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the hostile-input reproducers (files and the model surfaces), the damaged-state resumes and the sealed-frame cases (forged,
+# Runs the hostile-input reproducers (files, the model surfaces, checkpoints rewritten under a read,
+# hostile stores), the damaged-state resumes and the sealed-frame cases (forged,
 # unsealed and tampered frames, key rotation) against a dcr built with ASan and
 # UBSan (clang, in build-fuzz, the configuration scripts/fuzz.sh makes): every case must end in its
 # clear error or its correct resume with no sanitizer report (reports exit 99, not 1 or 2).
@@ -15,3 +16,5 @@ tests/hostile/hostile_models.sh build-fuzz/dcr
 tests/fault/damaged_journals.sh build-fuzz/dcr
 tests/fault/untrusted_state.sh build-fuzz/dcr
 tests/fault/sealed_frames.sh build-fuzz/dcr
+tests/hostile/hostile_checkpoints.sh build-fuzz/dcr
+tests/hostile/hostile_store.sh build-fuzz/dcr

@@ -7,6 +7,8 @@
 #include <openssl/rand.h>
 
 #include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -109,6 +111,27 @@ Keyring Keyring::of(std::vector<Key> keys) {
   Keyring ring;
   ring.keys_ = std::move(keys);
   return ring;
+}
+
+Keyring Keyring::for_publication(const std::string& id) const {
+  Keyring ring = *this;
+  ring.publication_ = id;
+  return ring;
+}
+
+std::string new_publication_id() {
+  uint8_t bytes[16] = {};
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {  // never expected; the clock and pid still tell runs apart
+    const uint64_t words[2] = {static_cast<uint64_t>(::getpid()), static_cast<uint64_t>(std::time(nullptr))};
+    std::memcpy(bytes, words, sizeof bytes);
+  }
+  std::string id;
+  for (uint8_t b : bytes) {
+    char two[3];
+    std::snprintf(two, sizeof two, "%02x", b);
+    id += two;
+  }
+  return id;
 }
 
 const Key* Keyring::find(uint32_t id) const {

@@ -23,9 +23,12 @@ Digest hmac(const uint8_t* key, size_t key_bytes, const uint8_t* data, size_t by
   return out;
 }
 
-// One key per use, derived from the job key, so one key never serves two algorithms.
-Digest derived(const Key& key, const char* use) {
-  return hmac(key.bytes.data(), key.bytes.size(), reinterpret_cast<const uint8_t*>(use), std::strlen(use));
+// One key per use, derived from the job key, so one key never serves two algorithms; within a
+// publication, one key per use and publication, so a seal never opens in another publication.
+Digest derived(const Keyring& keys, const Key& key, const char* use) {
+  std::string label = use;
+  if (!keys.publication().empty()) label += " publication " + keys.publication();
+  return hmac(key.bytes.data(), key.bytes.size(), reinterpret_cast<const uint8_t*>(label.data()), label.size());
 }
 
 struct CipherCtx {
@@ -34,9 +37,9 @@ struct CipherCtx {
 };
 
 // AES-256-GCM over `payload` in place (or into `out`), the header as associated data.
-bool gcm(bool encrypt, const Key& key, const uint8_t* nonce, const uint8_t* header, const uint8_t* in, uint8_t* out,
-         uint64_t bytes, uint8_t* tag) {
-  const Digest k = derived(key, "dcr frame aes-256-gcm");
+bool gcm(bool encrypt, const Keyring& keys, const Key& key, const uint8_t* nonce, const uint8_t* header,
+         const uint8_t* in, uint8_t* out, uint64_t bytes, uint8_t* tag) {
+  const Digest k = derived(keys, key, "dcr frame aes-256-gcm");
   CipherCtx c;
   int len = 0;
   bool ok = c.ctx != nullptr &&
@@ -85,7 +88,7 @@ Status seal_frame(const Keyring& keys, bool encrypt, std::vector<uint8_t>* frame
   frame->resize(body + seal_trailer_bytes(h.seal));
   uint8_t* trailer = frame->data() + body;
   if (!encrypt) {
-    const Digest k = derived(key, "dcr frame hmac-sha256");
+    const Digest k = derived(keys, key, "dcr frame hmac-sha256");
     const Digest tag = hmac(k.data(), k.size(), frame->data(), body);
     std::memcpy(trailer, tag.data(), kTagBytes);
     return Status::ok();
@@ -93,7 +96,7 @@ Status seal_frame(const Keyring& keys, bool encrypt, std::vector<uint8_t>* frame
   // Random 96-bit nonces: a repeat among 2^32 frames under one key has probability below 2^-32.
   DCR_REQUIRE(RAND_bytes(trailer, kNonceBytes) == 1, Code::internal, "OpenSSL could not draw a nonce");
   uint8_t* payload = frame->data() + kFrameHeaderBytes;
-  DCR_REQUIRE(gcm(true, key, trailer, frame->data(), payload, payload, h.payload_bytes, trailer + kNonceBytes),
+  DCR_REQUIRE(gcm(true, keys, key, trailer, frame->data(), payload, payload, h.payload_bytes, trailer + kNonceBytes),
               Code::internal, "AES-256-GCM failed sealing frame " + h.describe());
   return Status::ok();
 }
@@ -105,7 +108,7 @@ Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size) {
   const size_t body = kFrameHeaderBytes + h.payload_bytes;
   const uint8_t* trailer = frame + body;
   if (h.seal == Seal::hmac_sha256) {
-    const Digest k = derived(*key, "dcr frame hmac-sha256");
+    const Digest k = derived(keys, *key, "dcr frame hmac-sha256");
     const Digest tag = hmac(k.data(), k.size(), frame, body);
     return CRYPTO_memcmp(tag.data(), trailer, kTagBytes) == 0 ? Status::ok() : forged(h);
   }
@@ -113,7 +116,7 @@ Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size) {
   std::unique_ptr<uint8_t[]> scratch(new uint8_t[h.payload_bytes + 16]);
   uint8_t tag[kGcmTagBytes];
   std::memcpy(tag, trailer + kNonceBytes, kGcmTagBytes);
-  return gcm(false, *key, trailer, frame, frame + kFrameHeaderBytes, scratch.get(), h.payload_bytes, tag) ? Status::ok()
+  return gcm(false, keys, *key, trailer, frame, frame + kFrameHeaderBytes, scratch.get(), h.payload_bytes, tag) ? Status::ok()
                                                                                                           : forged(h);
 }
 
@@ -128,7 +131,7 @@ Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame) {
     uint8_t* payload = frame->data() + kFrameHeaderBytes;
     uint8_t tag[kGcmTagBytes];
     std::memcpy(tag, trailer + kNonceBytes, kGcmTagBytes);
-    if (!gcm(false, *key, trailer, frame->data(), payload, payload, h.payload_bytes, tag)) return forged(h);
+    if (!gcm(false, keys, *key, trailer, frame->data(), payload, payload, h.payload_bytes, tag)) return forged(h);
   }
   h.seal = Seal::none;
   h.key_id = 0;
@@ -145,15 +148,15 @@ std::string to_hex(const Digest& d) {
   return out;
 }
 
-Digest text_digest(const Key& key, const std::string& text) {
-  const Digest k = derived(key, "dcr spool manifest hmac-sha256");
+Digest text_digest(const Keyring& keys, const Key& key, const std::string& text) {
+  const Digest k = derived(keys, key, "dcr spool manifest hmac-sha256");
   return hmac(k.data(), k.size(), reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 }  // namespace
 
 std::string text_tag(const Keyring& keys, const std::string& text, uint32_t* key_id) {
   *key_id = keys.sealing().id;
-  return to_hex(text_digest(keys.sealing(), text));
+  return to_hex(text_digest(keys, keys.sealing(), text));
 }
 
 Status check_text_tag(const Keyring& keys, const std::string& text, uint32_t key_id, const std::string& hex,
@@ -161,7 +164,7 @@ Status check_text_tag(const Keyring& keys, const std::string& text, uint32_t key
   const Key* key = keys.find(key_id);
   DCR_REQUIRE(key != nullptr, Code::corrupt,
               what + " is authenticated with key id " + std::to_string(key_id) + ", which the key file does not hold");
-  const std::string expected = to_hex(text_digest(*key, text));
+  const std::string expected = to_hex(text_digest(keys, *key, text));
   DCR_REQUIRE(hex.size() == expected.size() && CRYPTO_memcmp(hex.data(), expected.data(), hex.size()) == 0,
               Code::corrupt, what + ": its HMAC-SHA-256 tag does not match (forged or altered); refused");
   return Status::ok();

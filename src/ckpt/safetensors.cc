@@ -296,29 +296,17 @@ Status header_text(const Manifest& manifest, const SafetensorsMetadata& metadata
   return Status::ok();
 }
 
-Status write_file(const std::string& tmp, const std::string& header, const CanonicalBits& bits) {
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  DCR_REQUIRE(out.is_open(), Code::io_error, "cannot create '" + tmp + "': " + std::strerror(errno));
-  uint8_t length[8];
-  store_le(length, header.size(), 8);
-  out.write(reinterpret_cast<const char*>(length), 8);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  for (const std::vector<uint8_t>& b : bits) out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  out.close();
-  DCR_REQUIRE(!out.fail(), Code::io_error, "cannot write '" + tmp + "'");
-  return Status::ok();
-}
-
+// Through files::write_atomic, so a failure (a full disk) names the file and the system's reason.
 Status write_checked(const std::string& path, const Manifest& manifest, const CanonicalBits& bits,
                      const SafetensorsMetadata& metadata) {
   DCR_TRY(check_checkpoint(manifest, bits));
   std::string header;
   DCR_TRY(header_text(manifest, metadata, &header));
-  const std::string tmp = files::temp_path(path);
-  const Status s = write_file(tmp, header, bits);
-  if (!s.is_ok()) std::remove(tmp.c_str());
-  DCR_TRY(s);
-  return files::commit_file(tmp, path);
+  uint8_t length[8];
+  store_le(length, header.size(), 8);
+  std::vector<files::Piece> pieces = {{length, sizeof length}, {header.data(), header.size()}};
+  for (const std::vector<uint8_t>& b : bits) pieces.push_back({b.data(), b.size()});
+  return files::write_atomic(path, pieces, true);
 }
 
 }  // namespace

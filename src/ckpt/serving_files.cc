@@ -47,6 +47,13 @@ Status read_published(const std::string& path, bool* found, PublishedVersion* ou
 
 }  // namespace
 
+Status read_serving_version(const std::string& dir, bool* found, uint64_t* version) {
+  PublishedVersion was;
+  DCR_TRY(read_published(dir + "/version", found, &was));
+  *version = was.version;
+  return Status::ok();
+}
+
 Status check_serving_dir(const std::string& dir, const ServingDirLayout& layout) {
   DCR_TRY(files::make_dirs(dir).with_context("--serve-dir"));
   const std::string probe = dir + "/.dcr-write-check";

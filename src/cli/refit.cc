@@ -24,6 +24,14 @@ Status writable_path(const std::string& path) {
   return Status::ok();
 }
 
+// The last word of a version's line: "verified" only where bytes were compared with the model.
+const char* outcome(const StepRecord& r) {
+  if (r.published) return "published";
+  if (!r.committed) return "NOT COMMITTED";
+  if (!compared_bytes(r)) return "committed (frame hashes checked; bytes not compared: --verify false)";
+  return r.bitexact ? "verified" : "NOT VERIFIED";
+}
+
 // One version's lines of the job's output.
 void print_step(const StepRecord& r) {
   const double ratio = r.full_bytes ? 100.0 * r.wire_bytes / r.full_bytes : 0;
@@ -34,11 +42,12 @@ void print_step(const StepRecord& r) {
   if (r.full_seconds > 0) std::printf("  full %8.4f s  speedup %6.2fx", r.full_seconds, speedup(r));
   if (r.bcast_seconds > 0) std::printf("  bcast %8.4f s", r.bcast_seconds);
   if (r.lag_s > 0) std::printf("  lag %8.3f s", r.lag_s);
-  std::printf("  %s\n", r.published ? "published" : r.bitexact ? "verified" : (r.committed ? "NOT VERIFIED" : "NOT COMMITTED"));
+  std::printf("  %s\n", outcome(r));
   std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
               r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
-  if (r.kind == "delta") {
-    std::printf("      contexts %s: %llu of %llu frames", r.contexts.c_str(),
+  if (r.kind == "delta" && r.trainer_frames > 0) {
+    const std::string mode = r.contexts.empty() ? "as published" : r.contexts;  // a follower encodes nothing
+    std::printf("      contexts %s: %llu of %llu frames", mode.c_str(),
                 static_cast<unsigned long long>(r.context_frames), static_cast<unsigned long long>(r.trainer_frames));
     if (r.contexts == "auto") {
       std::printf(", %llu kept faster (link not the bottleneck); link %.3g Gbit/s %s",

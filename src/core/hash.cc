@@ -48,4 +48,23 @@ void Hasher::update(const void* data, size_t bytes) {
 
 uint64_t Hasher::digest() const { return XXH3_64bits_digest(&state_->xxh); }
 
+std::string hex16(uint64_t value) {
+  static const char digits[] = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<size_t>(i)] = digits[value & 15];
+  return text;
+}
+
+bool parse_hex16(const std::string& text, uint64_t* value) {
+  if (text.size() != 16) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return false;
+    v = v << 4 | static_cast<uint64_t>(digit);
+  }
+  *value = v;
+  return true;
+}
+
 }  // namespace dcr

@@ -1,6 +1,8 @@
 #include "dcr/refit/config.h"
 
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "dcr/layout/serve_quant.h"
 #include "src/refit/context_rule.h"
@@ -8,6 +10,14 @@
 namespace dcr {
 
 namespace {
+
+constexpr double kMinLinkGbps = 1e-3, kMaxLinkGbps = 1e6;
+
+std::string number_text(double value) {  // as given: "nan", "1e-300" (std::to_string prints 0.000000)
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
 
 Status check_store_roles(const RefitConfig& c) {
   DCR_REQUIRE(c.role == "all" || c.role == "publish" || c.role == "follow", Code::invalid_argument,
@@ -64,11 +74,13 @@ Status check_refit_config(const RefitConfig& c) {
   DCR_TRY(parse_context_mode(c.contexts, &contexts));
   ServeQuant quant;
   DCR_TRY(parse_serve_quant(c.serve_quant, &quant).with_context("--serve-quant"));
-  DCR_REQUIRE(c.link_gbps >= 0, Code::invalid_argument, "--link-gbps must not be negative");
   DCR_REQUIRE(c.timeout_s > 0 && c.timeout_s <= 1e6, Code::invalid_argument,
               "--timeout must be in (0, 1e6] seconds (a deadline past that overflows the clock)");
-  DCR_REQUIRE(std::isfinite(c.link_gbps) && c.link_gbps <= 1e6, Code::invalid_argument,
-              "--link-gbps must be a finite rate of at most 1e6 Gbit/s");
+  // NaN fails every comparison, so the range is checked as "inside", never as "not outside".
+  const bool link_ok = c.link_gbps == 0 || (c.link_gbps >= kMinLinkGbps && c.link_gbps <= kMaxLinkGbps);
+  DCR_REQUIRE(link_ok, Code::invalid_argument,
+              "--link-gbps " + number_text(c.link_gbps) + " is not a rate: give 0 (no emulated link) or a number of "
+              "Gbit/s in [0.001, 1e6] (below 1 Mbit/s a frame outlasts --timeout and the job would blame its peers)");
   DCR_REQUIRE(c.snapshot_every >= 0, Code::invalid_argument, "--snapshot-every must not be negative");
   DCR_REQUIRE(c.catchup_max >= 0, Code::invalid_argument, "--catchup-max must not be negative");
   DCR_REQUIRE(c.spool_keep >= 0, Code::invalid_argument, "--spool-keep must not be negative");

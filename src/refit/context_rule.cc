@@ -10,11 +10,12 @@ constexpr double kLeastHeldS = 1e-4;
 }  // namespace
 
 Status parse_context_mode(const std::string& text, ContextMode* mode) {
+  // Exactly the three words the help lists: "1" or "yes" would read as a switch's spellings.
   if (text == "auto") {
     *mode = ContextMode::automatic;
-  } else if (text == "true" || text == "on" || text == "yes" || text == "1") {
+  } else if (text == "true") {
     *mode = ContextMode::on;
-  } else if (text == "false" || text == "off" || text == "no" || text == "0") {
+  } else if (text == "false") {
     *mode = ContextMode::off;
   } else {
     return Status(Code::invalid_argument, "--contexts takes auto, true or false, not '" + text + "'");

@@ -19,7 +19,7 @@ namespace dcr {
 
 enum class ContextMode { automatic, on, off };
 
-// "auto", "true" or "false" (and the other spellings of a boolean switch).
+// "auto", "true" or "false", as the help lists them.
 Status parse_context_mode(const std::string& text, ContextMode* mode);
 
 class ContextRule {

@@ -48,6 +48,14 @@ ServingDirLayout serving_dir_layout(const RankState& s) {
   return ServingDirLayout{s.config.rollout_tp, s.config.rollout_ep, s.plan.manifest.hash()};
 }
 
+// The version a replica's directory names (kNoVersion: none, or unreadable).
+uint64_t served_version(const RankState& s) {
+  bool found = false;
+  uint64_t version = kNoVersion;
+  const Status st = read_serving_version(replica_dir(s), &found, &version);
+  return st.is_ok() && found ? version : kNoVersion;
+}
+
 }  // namespace
 
 Status check_serve_dir(const RankState& s) {
@@ -66,6 +74,20 @@ Status check_serve_dir(const RankState& s) {
                     "into an empty directory");
   }
   return Status::ok();
+}
+
+Status repair_serving(RankState* s, uint64_t version) {
+  const Topology& t = s->topology;
+  if (s->config.serve_dir.empty()) return Status::ok();
+  const bool leader = t.role == Role::rollout && t.index % s->config.rollout_tp == 0;
+  const uint64_t there = leader ? served_version(*s) : version;
+  if (all_true(s, there == version)) return Status::ok();
+  if (leader && there != version) {
+    const std::string named = there == kNoVersion ? "no version" : "version " + std::to_string(there);
+    DCR_LOG(warn, "refit", "%s: --serve-dir '%s' names %s, not the committed version %llu: rewriting it",
+            t.describe().c_str(), replica_dir(*s).c_str(), named.c_str(), static_cast<unsigned long long>(version));
+  }
+  return publish_serving(s, version).with_context("repairing --serve-dir at committed version " + std::to_string(version));
 }
 
 Status publish_serving(RankState* s, uint64_t version) {

@@ -21,9 +21,9 @@ constexpr uint32_t kPassChannels = 1u << 30;
 
 Status EndpointCore::reload_keys() {
   if (config.key_file.empty()) return Status::ok();
-  auto ring = std::make_shared<Keyring>();
-  DCR_TRY(Keyring::load(config.key_file, ring.get()));
-  keys = std::move(ring);
+  Keyring ring;
+  DCR_TRY(Keyring::load(config.key_file, &ring));
+  keys = std::make_shared<Keyring>(ring.for_publication(publication));
   return Status::ok();
 }
 
@@ -38,8 +38,10 @@ Status EndpointCore::open_state() {
   }
   if (config.state_dir.empty()) return Status::ok();
   DCR_TRY(files::make_dirs(config.state_dir, files::kPrivateDir).with_context("state directory"));
+  const std::string rank = config.state_dir + "/rank-" + std::to_string(topology.world_rank);
+  DCR_TRY(FileLock::acquire(rank + ".lock", "state directory '" + config.state_dir + "'", &state_lock));
   journal = std::make_unique<Journal>();
-  return journal->open(config.state_dir + "/rank-" + std::to_string(topology.world_rank) + ".journal");
+  return journal->open(rank + ".journal");
 }
 
 uint32_t EndpointCore::next_channel() { return kFirstPassChannel + static_cast<uint32_t>(passes_++ % kPassChannels); }

@@ -21,6 +21,7 @@
 #include "dcr/refit/plan.h"
 #include "dcr/refit/roles.h"
 #include "dcr/refit/topology.h"
+#include "src/core/file_lock.h"
 #include "src/refit/context_rule.h"
 #include "dcr/transport/transport.h"
 
@@ -37,7 +38,9 @@ class EndpointCore {
   KillPoint kill;                  // test only: kill -9 (harness) or a failed step (endpoint tests)
   FrameFault frame_fault;          // test only: trainer 0 sends a wrong-base or corrupt frame
   std::shared_ptr<const Keyring> keys;  // with a key file: frames are sealed, verified and opened
+  std::string publication;         // two jobs joined by a store: the publication's id, which every seal binds
   std::unique_ptr<Journal> journal;  // with a state directory
+  FileLock state_lock;             // with a state directory: this rank's files are this job's alone
   std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
   ContextRule context_rule;        // trainers: --contexts, with what the sends and applies measured
   FrameDecoder decoder;

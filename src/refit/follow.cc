@@ -7,13 +7,14 @@
 // trainer's would come; rollouts apply and the job commits jointly as in one job, with the same
 // journals, snapshots and serve-dir files. Nothing is applied from a version whose manifests are
 // missing, incomplete or fail their MAC: the spool refuses to list it.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <thread>
 
 #include "dcr/core/log.h"
 #include "src/core/clock.h"
+#include "src/core/files.h"
 #include "src/refit/rank_state.h"
 #include "src/refit/store_layout.h"
 
@@ -34,24 +35,19 @@ struct Next {
   std::string why;     // root relay: why it waits
 };
 
-// The version CLOSED names (the publisher's last), or kNoVersion.
-Status closed_at(const FrameSpool& spool, uint64_t* last) {
-  std::vector<uint8_t> bytes;
-  bool found = false;
-  *last = kNoVersion;
-  DCR_TRY(spool.store().get(kClosedKey, &bytes, &found));
-  if (found) *last = std::strtoull(std::string(bytes.begin(), bytes.end()).c_str(), nullptr, 10);
-  return Status::ok();
-}
-
 // Root relay: the next step after `committed` (kNoVersion: nothing yet), as the file comment says.
-Status choose(const FrameSpool& spool, uint64_t committed, bool need_full, Next* next) {
+Status choose(const FrameSpool& spool, const Keyring* keys, uint64_t committed, bool need_full, Next* next) {
   *next = Next();
   uint64_t newest = 0, closed = kNoVersion;
   bool any = false;
   DCR_TRY(spool.newest(&newest, &any));
-  DCR_TRY(closed_at(spool, &closed));
+  DCR_TRY(read_closed(spool, keys, &closed));
   if (!any) return next->why = "no complete version in the store yet", Status::ok();
+  DCR_REQUIRE(committed == kNoVersion || newest >= committed, Code::invalid_argument,
+              "store '" + spool.describe() + "' went backwards: its newest version is " + std::to_string(newest) +
+                  ", but this job committed version " + std::to_string(committed) +
+                  " of the same publication (versions were removed or the store rolled back); follow it again from "
+                  "its newest snapshot with a fresh --state-dir");
   if (committed != kNoVersion && !need_full && newest <= committed) {
     if (closed == committed) next->action = kDone;
     next->why = "the store's newest version is " + std::to_string(newest) + ", which this job holds";
@@ -85,7 +81,7 @@ Status choose(const FrameSpool& spool, uint64_t committed, bool need_full, Next*
 // Collective: the root relay's choice, for everyone.
 Status agree_on_next(RankState* s, bool need_full, Next* next) {
   const bool root = s->topology.world_rank == 0;
-  const Status st = root ? choose(*s->spool, s->committed, need_full, next) : Status::ok();
+  const Status st = root ? choose(*s->spool, s->keys.get(), s->committed, need_full, next) : Status::ok();
   DCR_TRY(all_ok(s, st, "reading the store"));
   next->action = s->control->broadcast(next->action, 0);
   next->entry.base = s->control->broadcast(next->entry.base, 0);
@@ -158,6 +154,7 @@ StepRecord follow_once(RankState* s, const Next& next) {
 // serve-dir files, as in one job.
 Status after_commit(RankState* s, StepRecord* r) {
   bool checked = true;
+  r->checked = s->config.verify ? kCheckedModelBytes : kCheckedFrameHashes;
   if (s->config.verify) {
     bool exists = false;
     DCR_TRY(version_exists(s, r->version, s->world, &exists));
@@ -167,7 +164,7 @@ Status after_commit(RankState* s, StepRecord* r) {
     DCR_TRY(seek_everywhere(s, r->version));
     checked = verified(s, s->serving);
   }
-  r->bitexact = checked;
+  r->bitexact = s->config.verify && checked;
   DCR_REQUIRE(checked, Code::target_mismatch,
               "version " + std::to_string(r->version) + " committed but a rollout's bits differ from the expected model");
   if (!s->config.serve_dir.empty()) DCR_TRY(publish_serving(s, r->version));
@@ -187,6 +184,7 @@ Status resume(RankState* s) {
   if (version == kNoVersion) return Status::ok();
   const bool restored = all_true(s, s->topology.role != Role::rollout || restore_from_snapshot(s, version));
   s->committed = restored ? version : kNoVersion;  // a rollout without its state: start again from a snapshot
+  if (restored) DCR_TRY(repair_serving(s, version));
   if (s->topology.world_rank == 0) {
     s->observer.note("dcr refit: follower resumed at committed version " + std::to_string(version) + " from '" +
                      s->config.state_dir + "'" + (restored ? "" : " (a rollout lacks its snapshot: a full one comes next)"));
@@ -194,15 +192,43 @@ Status resume(RankState* s) {
   return Status::ok();
 }
 
-// Collective: waits for the publisher's LAYOUT and checks this job's against it.
+// Root relay: a job with a state directory follows one publication for good. The directory
+// remembers the publication's id; a store that now holds another one (republished, or another
+// store at the same URL) is refused rather than applied over versions of the first.
+Status check_followed(const RankState& s) {
+  if (s.config.state_dir.empty()) return Status::ok();
+  const std::string path = s.config.state_dir + "/publication";
+  std::vector<uint8_t> bytes;
+  bool found = false;
+  DCR_TRY(files::read_whole(path, &bytes, &found));
+  const std::string mine = s.publication + "\n";
+  if (!found) return files::write_atomic(path, {{mine.data(), mine.size()}}, true, files::kPrivateFile);
+  const std::string followed(bytes.begin(), bytes.end());
+  DCR_REQUIRE(followed == mine, Code::invalid_argument,
+              "--state-dir '" + s.config.state_dir + "' holds the state of publication " +
+                  followed.substr(0, std::min<size_t>(followed.size(), 32)) + ", but store '" + s.spool->describe() +
+                  "' now holds publication " + s.publication +
+                  " (republished, or another store): its committed versions belong to the other; follow the new "
+                  "publication with a fresh --state-dir");
+  return Status::ok();
+}
+
+// Collective: waits for the publisher's LAYOUT, checks this job's against it and joins its publication.
 Status wait_for_layout(RankState* s) {
   const auto start = Clock::now();
+  const bool root = s->topology.world_rank == 0;
+  std::string publication;
   for (;;) {
-    Status st = s->topology.world_rank == 0 ? check_layout(*s->spool, store_layout(s->config, s->plan)) : Status::ok();
+    Status st = root ? check_layout(*s->spool, s->keys.get(), store_layout(s->config, s->plan), &publication) : Status::ok();
     const bool absent = s->control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
-    if (!absent || seconds_since(start) > s->config.follow_timeout_s) return all_ok(s, st, "checking the store's layout");
+    if (!absent || seconds_since(start) > s->config.follow_timeout_s) {
+      DCR_TRY(all_ok(s, st, "checking the store's layout"));
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(s->config.poll_s));
   }
+  DCR_TRY(adopt_publication(s, publication));
+  return all_ok(s, root ? check_followed(*s) : Status::ok(), "checking the publication this job follows");
 }
 
 }  // namespace

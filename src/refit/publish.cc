@@ -2,12 +2,15 @@
 // into the store instead of sent to a relay: every trainer puts its frames, then its manifest; the
 // version is visible (committed, for the publisher) once the last manifest is there. Version 0,
 // and every --full-every-th, is also put as a full snapshot. The store is the publisher's only
-// state: a restarted publisher removes what it left unfinished and resumes after the newest
-// complete version. Trainer 0 writes LAYOUT first, prunes after each version and writes CLOSED
-// (the last version) when the source has no more.
+// state: a restarted publisher removes what it left unfinished, proves that the newest complete
+// version is what it rebuilds (each trainer's state hash in its manifest), and resumes after it.
+// Trainer 0 holds the prefix's lease (publisher_lease.h), writes LAYOUT first (with the
+// publication's id), prunes after each version and writes CLOSED (the last version) when the
+// source has no more.
 #include <algorithm>
 #include <functional>
 
+#include "dcr/core/hash.h"
 #include "dcr/core/log.h"
 #include "src/core/clock.h"
 #include "src/refit/rank_state.h"
@@ -16,12 +19,26 @@
 namespace dcr {
 namespace {
 
+// hash64 over the hash of every box this trainer holds, in plan order, at the version in `current`:
+// recorded in each manifest, and what a restarted publisher compares with the store's newest.
+uint64_t writer_state(RankState* s) {
+  std::vector<uint64_t> hashes;
+  for (const PlannedFrame& f : s->plan.frames[s->topology.index]) {
+    for (const Box& part : f.parts) {
+      Region r;
+      hashes.push_back(s->current.region(part, &r).is_ok() ? region_hash(r) : 0);
+    }
+  }
+  return hash64(hashes.data(), hashes.size() * sizeof(uint64_t));
+}
+
 // This trainer's frames of `kind` for `versions`, put into the store as they are encoded.
-Status put_frames(RankState* s, FrameKind kind, Versions versions, StepStats* stats) {
+Status put_frames(RankState* s, FrameKind kind, Versions versions, uint64_t state, StepStats* stats) {
   const uint32_t writer = static_cast<uint32_t>(s->topology.index);
   FramePublisher publisher;
   DCR_TRY(kind == FrameKind::full ? s->spool->begin_full(versions.target, writer, &publisher)
                                   : s->spool->begin(versions.base, versions.target, writer, &publisher));
+  publisher.set_state(state);
   const Link link{nullptr, &s->topology, s->config.window, s->config.timeout_s, &s->kill, 0, s->keys.get(),
                   s->config.encrypt, &s->context_rule};
   std::vector<FrameEncoder*> encoders;
@@ -44,26 +61,60 @@ Status from_trainer0(RankState* s, const std::function<Status(uint64_t*)>& ask, 
   return Status::ok();
 }
 
-// Trainer 0 at start-up: LAYOUT written (or the same), CLOSED gone, unfinished versions removed;
-// every trainer learns the newest complete version and rebuilds its baseline there.
+// Trainer 0 at start-up: the lease taken, LAYOUT written (or the same), CLOSED gone, unfinished
+// versions removed. *newest: the newest complete version (kNoVersion: none).
+Status prepare_store(RankState* s, std::string* publication, uint64_t* newest) {
+  auto note = [s](const std::string& line) { s->observer.note(line); };
+  DCR_TRY(PublisherLease::take(s->config.store, note, &s->lease));
+  DCR_TRY(put_layout(*s->spool, s->keys.get(), store_layout(s->config, s->plan), publication));
+  // The listing below takes this publication's versions only, their MACs under its keys.
+  s->publication = *publication;
+  s->spool->set_publication(*publication);
+  DCR_TRY(s->reload_keys());
+  s->spool->set_keys(s->keys);
+  DCR_TRY(s->spool->store().remove(kClosedKey));
+  bool found = false;
+  DCR_TRY(s->spool->newest(newest, &found));
+  if (!found) *newest = kNoVersion;
+  return found ? s->spool->remove_after(*newest) : Status::ok();
+}
+
+// Each trainer, rebuilt at the store's newest version: its state hash must be the one its manifest
+// of that version records, or the store was written from another source (another seed, glob or
+// checkpoint, or another publisher) and nothing may be built on it.
+Status prove_newest(RankState* s, uint64_t newest) {
+  VersionEntry entry;
+  if (!s->spool->version(newest, &entry).is_ok()) DCR_TRY(s->spool->snapshot(newest, &entry));
+  const size_t writer = static_cast<size_t>(s->topology.index);
+  const uint64_t stored = writer < entry.states.size() ? entry.states[writer] : 0;
+  const uint64_t rebuilt = writer_state(s);
+  DCR_REQUIRE(stored == rebuilt, Code::invalid_argument,
+              "store '" + s->spool->describe() + "': its newest version " + std::to_string(newest) + " (writer " +
+                  std::to_string(writer) + ") " +
+                  (stored == 0 ? std::string("records no state hash (written by an older dcr)")
+                               : "is not what this publisher rebuilds for it (state hash " + hex16(stored) +
+                                     " there, " + hex16(rebuilt) + " rebuilt)") +
+                  ": it was published from another source (another seed, --checkpoints glob or model) or by "
+                  "another publisher; publish to a fresh prefix, or restart with the options that wrote it");
+  return Status::ok();
+}
+
+// Collective at start-up: the store prepared (trainer 0), every trainer in the publication and,
+// after a restart, rebuilt at the newest complete version and proven to match it.
 Status resume_from_store(RankState* s) {
-  auto prepare = [s](uint64_t* newest) {
-    DCR_TRY(put_layout(*s->spool, store_layout(s->config, s->plan)));
-    DCR_TRY(s->spool->store().remove(kClosedKey));
-    bool found = false;
-    DCR_TRY(s->spool->newest(newest, &found));
-    if (!found) *newest = kNoVersion;
-    return found ? s->spool->remove_after(*newest) : Status::ok();
-  };
+  std::string publication;
   uint64_t newest = kNoVersion;
-  DCR_TRY(from_trainer0(s, prepare, "opening the store", &newest));
+  DCR_TRY(from_trainer0(s, [&](uint64_t* v) { return prepare_store(s, &publication, v); }, "opening the store", &newest));
+  DCR_TRY(adopt_publication(s, publication));
   s->committed = newest;
   if (newest == kNoVersion) return Status::ok();
   DCR_TRY(seek_everywhere(s, newest));
+  DCR_TRY(all_ok(s, prove_newest(s, newest), "checking the store's newest version"));
   s->baseline.copy_from(s->current);
   if (s->topology.index == 0) {
     s->observer.note("dcr refit: publisher resumed after version " + std::to_string(newest) + ", the newest complete in '" +
-                     s->spool->describe() + "' (unfinished versions above it removed)");
+                     s->spool->describe() + "' (its state hashes match the rebuilt version; unfinished versions above "
+                     "it removed)");
   }
   return Status::ok();
 }
@@ -95,8 +146,9 @@ StepRecord publish_once(RankState* s, uint64_t target) {
   barrier(s, "the barrier before a version");
   const auto start = Clock::now();
   StepStats delta, full;
-  Status st = first ? Status::ok() : put_frames(s, FrameKind::delta, {s->committed, target}, &delta);
-  if (st.is_ok() && snapshot) st = put_frames(s, FrameKind::full, {target, target}, &full);
+  const uint64_t state = writer_state(s);
+  Status st = first ? Status::ok() : put_frames(s, FrameKind::delta, {s->committed, target}, state, &delta);
+  if (st.is_ok() && snapshot) st = put_frames(s, FrameKind::full, {target, target}, state, &full);
   if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
   r.committed = r.published = all_true(s, st.is_ok());
   r.seconds = seconds_since(start);
@@ -112,6 +164,9 @@ StepRecord publish_once(RankState* s, uint64_t target) {
   return r;
 }
 
+// Trainer 0's lease, checked before each version: a publisher whose lease was taken stops.
+Status lease_held(RankState* s) { return s->lease ? s->lease->check() : Status::ok(); }
+
 }  // namespace
 
 Status run_publish(RankState* s, RefitReport* report) {
@@ -121,6 +176,7 @@ Status run_publish(RankState* s, RefitReport* report) {
     bool exists = false;
     DCR_TRY(version_exists(s, version, s->world, &exists));
     if (!exists) break;
+    DCR_TRY(all_ok(s, lease_held(s), "the publisher lease"));
     DCR_TRY(seek_everywhere(s, version));
     DCR_TRY(all_ok(s, s->reload_keys(), "reading the key file"));
     s->spool->set_keys(s->keys);
@@ -136,11 +192,10 @@ Status run_publish(RankState* s, RefitReport* report) {
     const Status pruned = prune_store(s, version);
     if (!pruned.is_ok()) DCR_LOG(warn, "refit", "pruning the store: %s", pruned.to_string().c_str());
   }
-  if (s->topology.index == 0 && last != kNoVersion) {
-    const std::string text = std::to_string(last) + "\n";
-    DCR_TRY(s->spool->store().put(kClosedKey, reinterpret_cast<const uint8_t*>(text.data()), text.size(), true));
-  }
-  return Status::ok();
+  Status closed = Status::ok();
+  if (s->topology.index == 0 && last != kNoVersion) closed = put_closed(*s->spool, s->keys.get(), last);
+  if (closed.is_ok() && s->lease) closed = s->lease->release();
+  return all_ok(s, closed, "closing the publication");
 }
 
 }  // namespace dcr

@@ -1,10 +1,13 @@
 #include "src/refit/rank_state.h"
 
 #include <filesystem>
+#include <thread>
 
 #include "dcr/ckpt/checkpoint.h"
+#include "dcr/core/hash.h"
 #include "dcr/core/log.h"
 #include "dcr/transport/rate_limit.h"
+#include "src/core/clock.h"
 
 namespace dcr {
 
@@ -57,6 +60,23 @@ Status make_source(const RefitConfig& config, const RefitPlan& plan, const Canon
   return Status::ok();
 }
 
+// The store of --role publish (opened to write: the publisher creates the bucket) or follow (to
+// read: a follower never writes; it waits up to --follow-timeout for a bucket that does not exist
+// yet, which a publisher started after it creates).
+Status open_job_store(const RefitConfig& config, bool speaks, std::unique_ptr<ObjectStore>* out) {
+  if (config.role != "follow") return open_store(config.store, StoreAccess::write, out).with_context("--store");
+  const auto start = Clock::now();
+  for (bool said = false;; said = true) {
+    const Status st = open_store(config.store, StoreAccess::read, out);
+    if (st.code() != Code::not_found || seconds_since(start) > config.follow_timeout_s) return st.with_context("--store");
+    if (speaks && !said) {
+      DCR_LOG(info, "refit", "%s; waiting up to %g s (--follow-timeout) for it", st.message().c_str(),
+              config.follow_timeout_s);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(config.poll_s));
+  }
+}
+
 // What each rank sets up on its own (the checkpoint, plan, journal, source); it can fail on some
 // ranks only (a missing weights package, a file one node cannot read).
 Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
@@ -70,8 +90,7 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   if (!config.store.empty()) {
     std::unique_ptr<ObjectStore> store;
-    const StoreAccess access = config.role == "follow" ? StoreAccess::read : StoreAccess::write;  // a follower only reads
-    DCR_TRY(open_store(config.store, access, &store).with_context("--store"));
+    DCR_TRY(open_job_store(config, s->topology.world_rank == 0, &store));
     s->spool = std::make_unique<FrameSpool>(std::shared_ptr<ObjectStore>(std::move(store)), config.trainers);
   }
   if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));
@@ -133,6 +152,20 @@ void tear_down(RankState* s) {
   if (s->bcast_comm != MPI_COMM_NULL) MPI_Comm_free(&s->bcast_comm);
 }
 
+Status adopt_publication(RankState* s, const std::string& on_root) {
+  uint64_t words[2] = {0, 0};
+  if (s->topology.world_rank == 0 && on_root.size() == 32) {
+    parse_hex16(on_root.substr(0, 16), &words[0]);
+    parse_hex16(on_root.substr(16), &words[1]);
+  }
+  for (uint64_t& w : words) w = s->control->broadcast(w, 0);
+  s->publication = hex16(words[0]) + hex16(words[1]);
+  s->spool->set_publication(s->publication);
+  DCR_TRY(all_ok(s, s->reload_keys(), "reading the key file"));
+  s->spool->set_keys(s->keys);
+  return Status::ok();
+}
+
 bool all_true(bool value, MPI_Comm world) {
   int mine = value ? 1 : 0, all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world);
@@ -178,7 +211,7 @@ void barrier(RankState* s, const char* what) {
 }
 
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
-  const uint64_t sent = s->topology.role == Role::trainer ? mine.frames : 0;
+  const uint64_t sent = s->topology.role == Role::trainer ? mine.frames : mine.sent;
   uint64_t counts[7] = {mine.frames,   mine.wire_bytes,     mine.changed,        mine.elements,
                         sent,          mine.context_frames, mine.declined_frames},
            sums[7] = {};

@@ -25,6 +25,7 @@
 #include "dcr/spool/frame_spool.h"
 #include "dcr/transport/transport.h"
 #include "src/refit/endpoint_core.h"
+#include "src/refit/publisher_lease.h"
 
 namespace dcr {
 
@@ -37,7 +38,8 @@ struct RankState : EndpointCore {
   std::unique_ptr<VersionSource> source;       // trainers, and rollouts that verify
   uint64_t touched = 0, peak_rss = 0;          // trainers: checkpoint bytes touched, VmHWM, at the last load
   Shard full_serving;                          // rollouts: the full-refit copy
-  std::unique_ptr<FrameSpool> spool;           // with --spool-dir
+  std::unique_ptr<FrameSpool> spool;           // with --spool-dir, or the store (--role publish | follow)
+  std::unique_ptr<PublisherLease> lease;       // --role publish, trainer 0: this job is the store's publisher
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   RefitObserver observer;                      // world rank 0: where progress lines and records go
   MPI_Comm bcast_comm = MPI_COMM_NULL;         // trainer 0 + rollouts
@@ -85,12 +87,19 @@ Status write_snapshot(RankState* s);
 // Rollouts publish their serving buffers as vLLM sharded-state files (--serve-dir), then each
 // replica's first rank names the version. Collective.
 Status publish_serving(RankState* s, uint64_t version);
+// After a resume at committed `version`: rewrites the --serve-dir files where a replica's directory
+// names another version (a job that died after its commit, before or while writing them), so a
+// serving engine never reads an older version than every status reports. Collective.
+Status repair_serving(RankState* s, uint64_t version);
 // Set-up, on each replica's first rollout: its --serve-dir replica directory can be written and
 // holds no other layout's publication (and rollout 0: no replica beyond this job's).
 Status check_serve_dir(const RankState& s);
 // The two-job drivers (--role publish, --role follow), on a set-up rank.
 Status run_publish(RankState* s, RefitReport* report);
 Status run_follow(RankState* s, RefitReport* report);
+// Collective: every rank takes world rank 0's publication id (`on_root`: its own is ignored
+// elsewhere): the spool's manifests must name it, and the keys are bound to it.
+Status adopt_publication(RankState* s, const std::string& on_root);
 // Trainers: publish the frames of the version just committed to the spool.
 Status publish_to_spool(RankState* s, Versions versions);
 

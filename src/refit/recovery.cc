@@ -167,6 +167,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   DCR_REQUIRE(verified(s, s->serving), Code::target_mismatch,
               "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
   DCR_TRY(all_ok(s, record_resumed(s, version), "journal after the resume"));
+  DCR_TRY(repair_serving(s, version));
   if (t.world_rank == 0) {
     char line[512];
     std::snprintf(line, sizeof line, "dcr refit: resumed at committed version %llu from '%s' (%d rollout(s) re-synced, "

@@ -9,6 +9,18 @@ namespace dcr {
 
 double speedup(const StepRecord& r) { return r.seconds > 0 && r.full_seconds > 0 ? r.full_seconds / r.seconds : 0; }
 
+bool compared_bytes(const StepRecord& r) { return r.checked == kCheckedModelBytes; }
+
+namespace {
+
+// true / false where the bytes were compared; null where they were not (a record never claims a
+// check that was not made).
+nlohmann::json bitexact_json(const StepRecord& r) {
+  return compared_bytes(r) ? nlohmann::json(r.bitexact) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 Status write_refit_json(const RefitReport& report, const std::string& path) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& r : report.steps) {
@@ -16,7 +28,7 @@ Status write_refit_json(const RefitReport& report, const std::string& path) {
                      {"frames", r.frames}, {"trainer_frames", r.trainer_frames}, {"wire_bytes", r.wire_bytes},
                      {"full_bytes", r.full_bytes},
                      {"seconds", r.seconds}, {"full_seconds", r.full_seconds}, {"bcast_seconds", r.bcast_seconds},
-                     {"speedup", speedup(r)}, {"lag_seconds", r.lag_s}, {"published", r.published}, {"committed", r.committed}, {"bitexact", r.bitexact},
+                     {"speedup", speedup(r)}, {"lag_seconds", r.lag_s}, {"published", r.published}, {"committed", r.committed}, {"bitexact", bitexact_json(r)}, {"checked", r.checked},
                      {"stage_seconds",
                       {{"encode", r.encode_s}, {"send", r.send_s}, {"relay", r.forward_s}, {"apply", r.apply_s},
                        {"commit", r.commit_s}}},
@@ -36,12 +48,13 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
   std::ofstream out(path);
   DCR_REQUIRE(out.good(), Code::io_error, "cannot write refit records to '" + path + "'");
   out << "version,kind,change_rate,frames,wire_bytes,full_bytes,seconds,full_seconds,bcast_seconds,speedup,"
-         "committed,bitexact,encode_s,send_s,relay_s,apply_s,commit_s,contexts,context_frames,declined_frames,"
+         "committed,bitexact,checked,encode_s,send_s,relay_s,apply_s,commit_s,contexts,context_frames,declined_frames,"
          "link_gbps,link,lag_s\n";
   for (const StepRecord& r : report.steps) {
     out << r.version << ',' << r.kind << ',' << r.change_rate << ',' << r.frames << ',' << r.wire_bytes << ','
         << r.full_bytes << ',' << r.seconds << ',' << r.full_seconds << ',' << r.bcast_seconds << ',' << speedup(r)
-        << ',' << r.committed << ',' << r.bitexact << ',' << r.encode_s << ',' << r.send_s << ',' << r.forward_s << ','
+        << ',' << r.committed << ',' << (compared_bytes(r) ? (r.bitexact ? "1" : "0") : "") << ',' << r.checked << ','
+        << r.encode_s << ',' << r.send_s << ',' << r.forward_s << ','
         << r.apply_s << ',' << r.commit_s << ',' << r.contexts << ',' << r.context_frames << ','
         << r.declined_frames << ',' << r.link_gbps << ',' << r.link_source << ',' << r.lag_s << '\n';
   }

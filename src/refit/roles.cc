@@ -167,6 +167,15 @@ Status upstream_aborted(const Topology& t, const Message& m) {
                                    " ended this version's frames (it refused one; see its message)");
 }
 
+// A follower's root relay reads every frame the publisher's trainers encoded: it counts them as
+// they would have (changes, elements, frames and contexts), so the follower's records say so too.
+void count_published(const FrameHeader& h, StepStats* stats) {
+  stats->sent += 1;
+  stats->changed += h.changed;
+  stats->elements += h.count();
+  stats->context_frames += h.value_packing == ValuePacking::contexts;
+}
+
 }  // namespace
 
 Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats,
@@ -205,6 +214,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
       abort_pass(link, relay, parent, feed ? 0 : expected - n - 1);  // a feed has no sender to drain
       return checked.with_context(from);
     }
+    if (feed) count_published(header, stats);
     auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(message.bytes));
     for (int child : t.relay_children[relay]) {
       if (!RefitPlan::child_needs(t, child, *receivers)) continue;

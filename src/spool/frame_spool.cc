@@ -7,6 +7,7 @@
 #include "dcr/auth/seal.h"
 #include "dcr/codec/frame.h"
 #include "dcr/core/hash.h"
+#include "dcr/core/log.h"
 #include "src/core/clock.h"
 #include "src/core/files.h"
 #include "src/spool/manifest.h"
@@ -67,6 +68,8 @@ Status FramePublisher::finish() {
   m.writers = writers_;
   m.full = full_;
   m.published_us = unix_micros();
+  m.publication = publication_;
+  m.state = state_;
   for (const FrameRef& f : files_) m.frames.push_back(spool::ManifestEntry{f.key.substr(prefix_.size()), f.bytes, f.hash});
   const std::shared_ptr<const Keyring> keys = keys_;
   const std::string text = keys ? spool::format_manifest(m, [&keys](const std::string& body, uint32_t* id) {
@@ -86,8 +89,9 @@ struct FrameSpool::Manifests {
   std::vector<std::string> keys;
 
   VersionEntry entry() const {
-    VersionEntry e{parts[0].base, parts[0].target, parts[0].writers, 0, 0, parts[0].full, 0};
+    VersionEntry e{parts[0].base, parts[0].target, parts[0].writers, 0, 0, parts[0].full, 0, {}};
     for (const spool::Manifest& m : parts) {
+      e.states.push_back(m.state);
       e.frames += m.frames.size();
       e.published_us = std::max(e.published_us, m.published_us);
       for (const spool::ManifestEntry& f : m.frames) e.bytes += f.bytes;
@@ -120,6 +124,7 @@ Status FrameSpool::start(uint64_t base, uint64_t target, bool full, uint32_t wri
   out->writer_ = writer;
   out->writers_ = writers_;
   out->keys_ = keys_;
+  out->publication_ = publication_;
   out->open_ = true;
   return Status::ok();
 }
@@ -169,6 +174,11 @@ Status FrameSpool::load(char series, uint64_t target, uint32_t writers, Manifest
                   "spool manifest " + path + " is not authenticated (no mac line) but this job has a key file");
       DCR_TRY(check_text_tag(*keys_, text.substr(0, m.mac_covers), m.mac_key, m.mac, "spool manifest " + path));
     }
+    DCR_REQUIRE(m.publication == publication_, Code::corrupt,
+                "spool manifest " + path + " belongs to " +
+                    (m.publication.empty() ? std::string("no publication") : "publication " + m.publication) +
+                    ", not to this store's " + (publication_.empty() ? std::string("(none)") : publication_) +
+                    ": copied from another store or publisher; refused");
     DCR_REQUIRE(m.target == target && m.writer == w && m.writers == writers && m.full == full, Code::corrupt,
                 "spool manifest " + path + " describes writer " + std::to_string(m.writer) + " of " +
                     std::to_string(m.writers) + " for " + describe_version(m.full, m.target));
@@ -230,6 +240,10 @@ Status FrameSpool::all_of(char series, std::vector<VersionEntry>* out) const {
     VersionEntry e;
     const Status s = entry_of(series, target, &e);
     if (s.code() == Code::not_found) continue;
+    if (s.code() == Code::corrupt) {  // skipped here; named where a reader needs it
+      if (reported_.insert(s.message()).second) DCR_LOG(warn, "spool", "skipping a damaged version: %s", s.message().c_str());
+      continue;
+    }
     DCR_TRY(s);
     out->push_back(e);
   }

@@ -11,25 +11,6 @@ namespace {
 
 constexpr const char* kFirstLine = "dcr-frame-spool 1";
 
-std::string hex16(uint64_t value) {
-  static const char digits[] = "0123456789abcdef";
-  std::string text(16, '0');
-  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<size_t>(i)] = digits[value & 15];
-  return text;
-}
-
-bool parse_hex16(const std::string& text, uint64_t* value) {
-  if (text.size() != 16) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (digit < 0) return false;
-    v = v << 4 | static_cast<uint64_t>(digit);
-  }
-  *value = v;
-  return true;
-}
-
 bool parse_decimal(const std::string& text, uint64_t* value) {
   if (text.empty() || text.size() > 19) return false;
   uint64_t v = 0;
@@ -68,6 +49,9 @@ bool parse_line(const std::vector<std::string>& w, Manifest* out, int* seen) {
   if (w.size() == 1 && w[0] == "full" && !out->full) return out->full = true;
   if (w.size() == 2 && w[0] == "published" && out->published_us == 0)
     return parse_decimal(w[1], &out->published_us) && out->published_us > 0;
+  if (w.size() == 2 && w[0] == "publication" && out->publication.empty())
+    return (out->publication = w[1]).size() == 32 && w[1].find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (w.size() == 2 && w[0] == "state" && out->state == 0) return parse_hex16(w[1], &out->state) && out->state != 0;
   if (w.size() == 4 && w[0] == "frame") {
     if (!plain_name(w[1]) || !parse_decimal(w[2], &a) || !parse_hex16(w[3], &h)) return false;
     out->frames.push_back(ManifestEntry{w[1], a, h});
@@ -88,6 +72,8 @@ std::string format_manifest(const Manifest& m, const std::function<std::string(c
        << m.writers << "\n";
   if (m.full) text << "full\n";
   if (m.published_us > 0) text << "published " << m.published_us << "\n";
+  if (!m.publication.empty()) text << "publication " << m.publication << "\n";
+  if (m.state != 0) text << "state " << hex16(m.state) << "\n";
   for (const ManifestEntry& f : m.frames) text << "frame " << f.name << " " << f.bytes << " " << hex16(f.hash) << "\n";
   std::string body = text.str();
   if (mac) {

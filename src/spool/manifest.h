@@ -4,6 +4,8 @@
 //   target <decimal>
 //   writer <w> of <writers>
 //   full                                                    (a full snapshot: base == target)
+//   publication <32 hex digits>                             (optional: the publication it belongs to)
+//   state <hash64, 16 hex digits>                           (optional: hash of the writer's boxes at target)
 //   published <unix time, microseconds>                     (optional: when the writer finished)
 //   frame <file name> <bytes> <hash64, 16 hex digits>      (one line per frame, in order)
 //   mac <key id> <HMAC-SHA-256 of every byte before this line, 64 hex digits>   (with a job key)
@@ -33,6 +35,12 @@ struct Manifest {
   uint32_t writers = 1;
   bool full = false;        // full frames of `target` (base == target), not a delta
   uint64_t published_us = 0;  // 0: not given
+  // The publication (--role publish) this manifest belongs to, fixed at its first version: a copy
+  // from another publication is refused. "" outside the two-job path.
+  std::string publication;
+  // hash64 over the hashes of every box this writer holds, in plan order, at `target` (0: not
+  // given): a restarted publisher proves it rebuilt the store's newest version with it.
+  uint64_t state = 0;
   std::vector<ManifestEntry> frames;
   uint32_t mac_key = 0;   // the key id of the mac line (0: none)
   std::string mac;        // its 64 hex digits

@@ -87,6 +87,23 @@ TEST_P(SealTest, AForgedFrameWithConsistentHashesIsRefused) {
   EXPECT_NE(unsealed.message().find("not authenticated (no MAC)"), std::string::npos) << unsealed.message();
 }
 
+TEST_P(SealTest, AFrameSealedForOnePublicationOpensInNoOther) {
+  const Keyring job = Keyring::of({key(7, 0x11)});
+  const Keyring mine = job.for_publication(std::string(32, 'a')), other = job.for_publication(std::string(32, 'b'));
+  std::vector<uint8_t> frame = plain_frame();
+  ASSERT_TRUE(seal_frame(mine, GetParam(), &frame).is_ok());
+  EXPECT_TRUE(verify_frame(mine, frame.data(), frame.size()).is_ok());
+  for (const Keyring* wrong : {&other, &job}) {  // another publication, or a one-job refit, under the same key
+    const Status st = verify_frame(*wrong, frame.data(), frame.size());
+    EXPECT_EQ(st.code(), Code::corrupt);
+    EXPECT_NE(st.message().find("tag does not match"), std::string::npos) << st.message();
+  }
+  uint32_t id = 0;
+  const std::string tag = text_tag(mine, "manifest text", &id);
+  EXPECT_TRUE(check_text_tag(mine, "manifest text", id, tag, "m").is_ok());
+  EXPECT_EQ(check_text_tag(other, "manifest text", id, tag, "m").code(), Code::corrupt);
+}
+
 TEST_P(SealTest, RotationOpensFramesUnderEitherKey) {
   const Keyring old_ring = Keyring::of({key(1, 0x44)});
   const Keyring both = Keyring::of({key(1, 0x44), key(2, 0x55)});

@@ -16,11 +16,14 @@ TEST(ContextRule, ModesParseAndRefuseOthers) {
   EXPECT_EQ(m, ContextMode::automatic);
   ASSERT_TRUE(parse_context_mode("true", &m).is_ok());
   EXPECT_EQ(m, ContextMode::on);
-  ASSERT_TRUE(parse_context_mode("0", &m).is_ok());
+  ASSERT_TRUE(parse_context_mode("false", &m).is_ok());
   EXPECT_EQ(m, ContextMode::off);
-  const Status bad = parse_context_mode("sometimes", &m);
-  EXPECT_EQ(bad.code(), Code::invalid_argument);
-  EXPECT_NE(bad.message().find("auto, true or false"), std::string::npos) << bad.message();
+  // Only the words the help lists: a switch's other spellings are refused, not guessed.
+  for (const char* other : {"sometimes", "1", "yes", "0", "on", ""}) {
+    const Status bad = parse_context_mode(other, &m);
+    EXPECT_EQ(bad.code(), Code::invalid_argument) << other;
+    EXPECT_NE(bad.message().find("auto, true or false"), std::string::npos) << bad.message();
+  }
 }
 
 TEST(ContextRule, ForcedModesSetTheSwitchWithoutARule) {

@@ -405,4 +405,47 @@ TEST_F(FrameSpoolTest, WithAKeyEveryManifestIsAuthenticated) {
       << unauthenticated.message();
 }
 
+TEST_F(FrameSpoolTest, APublicationTakesOnlyItsOwnManifestsAndRecordsEachWritersState) {
+  const std::string mine(32, 'a'), other(32, 'b');
+  FrameSpool publisher(dir_);
+  publisher.set_publication(mine);
+  FramePublisher one;
+  ASSERT_TRUE(publisher.begin(0, 1, 0, &one).is_ok());
+  for (const auto& frame : delta_frames(0, 1, 2)) ASSERT_TRUE(one.add(frame).is_ok());
+  one.set_state(0x1234abcd5678ef90ull);
+  ASSERT_TRUE(one.finish().is_ok());
+
+  VersionEntry entry;
+  ASSERT_TRUE(publisher.version(1, &entry).is_ok());
+  EXPECT_EQ(entry.states, std::vector<uint64_t>{0x1234abcd5678ef90ull});
+  // A reader of another publication (a version copied between stores) refuses it by name...
+  FrameSpool foreign(dir_);
+  foreign.set_publication(other);
+  const Status st = foreign.version(1, &entry);
+  EXPECT_EQ(st.code(), Code::corrupt);
+  EXPECT_TRUE(mentions(st, "belongs to publication " + mine)) << st.message();
+  // ...and leaves it out of its listings rather than failing them.
+  std::vector<VersionEntry> all;
+  ASSERT_TRUE(foreign.published(&all).is_ok());
+  EXPECT_TRUE(all.empty());
+}
+
+TEST_F(FrameSpoolTest, ADamagedOldVersionIsLeftOutOfListingsAndNamedWhereNeeded) {
+  FrameSpool spool(dir_);
+  ASSERT_TRUE(spool.publish(0, 1, delta_frames(0, 1, 1)).is_ok());
+  ASSERT_TRUE(spool.publish(1, 2, delta_frames(1, 2, 1)).is_ok());
+  ASSERT_TRUE(spool.publish(2, 3, delta_frames(2, 3, 1)).is_ok());
+  std::ofstream(dir_ + "/v1/MANIFEST", std::ios::app) << "x";
+  uint64_t newest = 0;
+  bool found = false;
+  ASSERT_TRUE(spool.newest(&newest, &found).is_ok());
+  EXPECT_TRUE(found);
+  EXPECT_EQ(newest, 3u);
+  std::vector<VersionEntry> chain;
+  EXPECT_TRUE(spool.chain(1, 3, &chain).is_ok());  // a reader at v1 needs only v2 and v3
+  const Status needed = spool.chain(0, 3, &chain);
+  EXPECT_EQ(needed.code(), Code::corrupt);
+  EXPECT_TRUE(mentions(needed, "v1/MANIFEST")) << needed.message();
+}
+
 }  // namespace dcr

@@ -32,6 +32,12 @@ class Keyring {
   // A ring holding just these keys (tests, callers without a file).
   static Keyring of(std::vector<Key> keys);
 
+  // The ring for one publication (two jobs joined by a store): the keys for every use are derived
+  // with its id, so a frame or manifest sealed for one publication never opens in another under
+  // the same job key (docs/frame-format.md, "Seal"). "" (the default): a one-job refit.
+  Keyring for_publication(const std::string& id) const;
+  const std::string& publication() const { return publication_; }
+
   const Key& sealing() const { return keys_.back(); }
   const Key* find(uint32_t id) const;
   const std::vector<Key>& keys() const { return keys_; }
@@ -40,6 +46,10 @@ class Keyring {
  private:
   std::vector<Key> keys_;
   std::string path_;
+  std::string publication_;
 };
+
+// A new publication's id: 128 random bits as 32 hex digits.
+std::string new_publication_id();
 
 }  // namespace dcr

@@ -29,6 +29,10 @@ struct ServingDirLayout {
 // (after every rank's shard).
 Status write_serving_version(const std::string& dir, uint64_t version, const ServingDirLayout& layout);
 
+// The version DIR/version names; *found false when there is no such file. invalid_argument for a
+// file that is not a dcr version file.
+Status read_serving_version(const std::string& dir, bool* found, uint64_t* version);
+
 // Before a job publishes into replica directory `dir`: creates it and checks a file can be written
 // there, and refuses (invalid_argument naming the file and the remedy) one that holds another
 // layout's publication: a rank file beyond `layout.tp`, or a version file of another model, serving

@@ -4,10 +4,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace dcr {
 
 uint64_t hash64(const void* data, size_t bytes);
+
+// A hash as text: 16 lowercase hex digits; and back (false for anything else).
+std::string hex16(uint64_t value);
+bool parse_hex16(const std::string& text, uint64_t* value);
 
 // Incremental form of hash64: feeding the same bytes in any split gives the same value.
 class Hasher {

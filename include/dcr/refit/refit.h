@@ -27,6 +27,10 @@ struct StepRecord {
   double full_seconds = 0;
   double bcast_seconds = 0;
   bool committed = false;
+  // What was compared after the commit: "model bytes" (--verify: every rollout's buffers against
+  // the expected model, byte for byte) or "frame hashes" (--verify false: only each frame's base
+  // and target hash, on apply). bitexact is meaningful with "model bytes" only.
+  std::string checked;
   bool bitexact = false;       // committed and every rollout equals the expected model byte for byte
   bool published = false;      // --role publish: the version is complete in the store (no rollouts here)
   double encode_s = 0, send_s = 0, forward_s = 0, apply_s = 0, commit_s = 0;  // slowest rank per stage
@@ -60,6 +64,9 @@ struct RefitObserver {
 Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report, const RefitObserver& observer = {});
 
 double speedup(const StepRecord& r);  // full_seconds / seconds (0 without a full refit)
+constexpr const char* kCheckedModelBytes = "model bytes";
+constexpr const char* kCheckedFrameHashes = "frame hashes";
+bool compared_bytes(const StepRecord& r);  // whether r.bitexact says anything (bytes were compared)
 Status write_refit_json(const RefitReport& report, const std::string& path);
 Status write_refit_csv(const RefitReport& report, const std::string& path);
 

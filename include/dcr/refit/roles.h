@@ -31,7 +31,7 @@ struct StepStats {
   double forward_s = 0;     // relay: receive + forward
   double apply_s = 0;       // rollout: apply
   double wait_s = 0;        // relay/rollout: waiting for the next frame
-  uint64_t sent = 0;        // reduced over the job (reduce_stats): the frames trainers sent
+  uint64_t sent = 0;        // follower root relay: frames read from the store; reduced: the frames trainers sent
   uint64_t context_frames = 0;   // trainer: frames sent with value packing contexts
   uint64_t declined_frames = 0;  // trainer: frames --contexts auto kept in the faster coding
 };

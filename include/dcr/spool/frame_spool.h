@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@ struct VersionEntry {
   uint64_t bytes = 0;         // frame bytes over all writers
   bool full = false;          // a full snapshot
   uint64_t published_us = 0;  // when the last writer finished (unix microseconds; 0: not recorded)
+  std::vector<uint64_t> states;  // each writer's state hash (FramePublisher::set_state; 0: not given)
 };
 
 // One frame of a published version, as its manifest lists it.
@@ -63,6 +65,8 @@ class FramePublisher {
   // frames for a snapshot) and puts it. Code::invalid_argument for a frame of another version.
   Status add(const uint8_t* frame, size_t bytes);
   Status add(const std::vector<uint8_t>& frame) { return add(frame.data(), frame.size()); }
+  // The hash of this writer's boxes at the target, recorded in the manifest (spool/manifest.h).
+  void set_state(uint64_t state) { state_ = state; }
   // Puts the manifest; the version becomes visible once every writer finished.
   Status finish();
 
@@ -73,6 +77,8 @@ class FramePublisher {
   uint64_t base_ = 0, target_ = 0;
   bool full_ = false;
   uint32_t writer_ = 0, writers_ = 0;
+  uint64_t state_ = 0;
+  std::string publication_;
   std::vector<FrameRef> files_;
   std::shared_ptr<const Keyring> keys_;
   bool open_ = false;
@@ -87,6 +93,10 @@ class FrameSpool {
   // With keys, every manifest written carries an HMAC-SHA-256 line under the newest key, and every
   // manifest read must carry a valid one (Code::corrupt naming it otherwise).
   void set_keys(std::shared_ptr<const Keyring> keys) { keys_ = std::move(keys); }
+  // With a publication id (two jobs joined by a store), every manifest written names it and every
+  // manifest read must name it: a version copied from another publication is refused.
+  void set_publication(std::string id) { publication_ = std::move(id); }
+  const std::string& publication() const { return publication_; }
 
   std::string describe() const { return store_->describe(); }
   ObjectStore& store() const { return *store_; }
@@ -109,7 +119,9 @@ class FrameSpool {
   // published, Code::corrupt naming the manifest that fails validation.
   Status version(uint64_t target, VersionEntry* out) const;
   Status snapshot(uint64_t target, VersionEntry* out) const;
-  // Every complete delta (or full snapshot), ascending by target.
+  // Every complete delta (or full snapshot), ascending by target. A version whose manifests fail
+  // validation (damaged, forged, of another publication) is left out and named once in a warning:
+  // a reader that needs it fails in chain() or version(), one that does not goes on.
   Status published(std::vector<VersionEntry>* out) const;
   Status snapshots(std::vector<VersionEntry>* out) const;
   // The newest target of a complete delta or snapshot; *found false when there is none.
@@ -154,6 +166,8 @@ class FrameSpool {
   std::shared_ptr<ObjectStore> store_;
   uint32_t writers_;
   std::shared_ptr<const Keyring> keys_;
+  std::string publication_;
+  mutable std::set<std::string> reported_;  // damaged versions already named in a warning
 };
 
 }  // namespace dcr
