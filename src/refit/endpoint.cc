@@ -233,10 +233,14 @@ Status Relay::create(const EndpointSpec& spec, Transport* transport, Collective*
   return Status::ok();
 }
 
+Status Relay::step(bool* closed) { return core_->step(kNoVersion, nullptr, closed); }
+uint64_t Relay::committed() const { return core_->committed; }
+const StepStats& Relay::last_step() const { return core_->stats; }
+
 Status Relay::serve() {
   for (;;) {
     bool closed = false;
-    const Status st = core_->step(kNoVersion, nullptr, &closed);
+    const Status st = step(&closed);
     if (closed) return Status::ok();
     if (core_->job_closed) return st;  // serve() called again after the job ended
     if (!st.is_ok()) DCR_LOG(warn, "endpoint", "%s: %s", core_->topology.describe().c_str(), st.to_string().c_str());

@@ -81,6 +81,12 @@ class Relay {
   // Forwards every step's frames, undecoded, until the trainers close the job. A failed step is
   // logged and voted down; serving goes on.
   Status serve();
+  // One step of serve(): forwards one version's frames and takes part in its commit; *closed is
+  // set, with ok, when the trainers closed the job.
+  Status step(bool* closed);
+
+  uint64_t committed() const;
+  const StepStats& last_step() const;
 
  private:
   Relay();
