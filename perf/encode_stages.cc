@@ -46,8 +46,8 @@
 #include "dcr/codec/scan.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/ordered_pool.h"
-#include "src/codec/change_collector.h"
-#include "src/codec/scan_hash.h"
+#include "src/codec/encode/change_collector.h"
+#include "src/codec/scan/scan_hash.h"
 
 namespace {
 

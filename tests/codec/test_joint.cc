@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dcr/codec/simd.h"
-#include "src/codec/joint.h"
+#include "src/codec/tokens/joint.h"
 
 namespace dcr {
 namespace {

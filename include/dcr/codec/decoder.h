@@ -28,10 +28,9 @@
 #include "dcr/codec/stream.h"
 #include "dcr/core/hash.h"
 #include "dcr/core/status.h"
+#include "dcr/core/version.h"
 
 namespace dcr {
-
-constexpr uint64_t kAnyVersion = UINT64_MAX;
 
 enum class ApplyOutcome { applied, already_applied };
 
@@ -69,7 +68,6 @@ class FrameDecoder {
                       uint64_t expected_base_version, ApplyOutcome* outcome);
 
  private:
-  Status read_bundle(const uint8_t* frame, FrameHeader* header, const uint8_t** payload);
   Status open_changes(const uint8_t* payload, DecodedFrame* out, const std::vector<ElementRun>* base);
   Status apply_payload(const uint8_t* payload, const Region& box, ApplyOutcome* outcome);
   Status apply_changes(const uint8_t* payload, const std::vector<ElementRun>& runs, ApplyOutcome* outcome);

@@ -12,6 +12,7 @@
 #include "dcr/core/dtype.h"
 #include "dcr/core/region.h"
 #include "dcr/core/status.h"
+#include "dcr/core/version.h"
 
 namespace dcr {
 
@@ -68,10 +69,6 @@ struct Section;
 struct ValueChoice {
   ValueMode mode;
   ValuePacking packing;
-};
-
-struct Versions {
-  uint64_t base = 0, target = 0;
 };
 
 class FrameEncoder {

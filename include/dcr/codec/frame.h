@@ -32,7 +32,7 @@ enum class ValuePacking : uint8_t {
   tokens = 1,  // bucketed word tokens + raw low bits
   words = 2,   // the words themselves, W bytes each, little-endian
   joint = 3,   // with gaps-joint positions only: the escaped changes' words, as tokens
-  contexts = 4,  // word tokens in one stream per context bucket of the base bits (src/codec/contexts.h)
+  contexts = 4,  // word tokens in one stream per context bucket of the base bits (src/codec/contexts/)
 };
 constexpr int kValuePackingCount = 5;
 

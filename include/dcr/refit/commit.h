@@ -9,12 +9,11 @@
 #include "dcr/auth/keyring.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/core/status.h"
+#include "dcr/core/version.h"
 #include "dcr/journal/journal.h"
 #include "dcr/refit/collective.h"
 
 namespace dcr {
-
-constexpr uint64_t kNoVersion = UINT64_MAX;
 
 struct CommitParty {
   Collective* control = nullptr;
