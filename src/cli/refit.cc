@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "dcr/refit/refit.h"
+#include "src/job/refit.h"
 #include "src/cli/commands.h"
 #include "src/cli/refit_options.h"
 

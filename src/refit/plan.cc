@@ -5,7 +5,6 @@
 #include "dcr/layout/frame_plan.h"
 #include "dcr/layout/serving_layout.h"
 #include "dcr/layout/training_layout.h"
-#include "dcr/model/presets.h"
 
 namespace dcr {
 
@@ -80,7 +79,7 @@ BoxBytes RefitPlan::served_bytes(const TensorBytes& model_bits) const {
 }
 
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
-  if (plan->model.tensors.empty()) DCR_TRY(make_preset(config.model, &plan->model));
+  DCR_REQUIRE(!plan->model.tensors.empty(), Code::invalid_argument, "the plan has no tensors (no model given)");
   ModelRules model_rules;
   DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->model, &model_rules));
   DCR_TRY(parse_serve_quant(config.serve_quant, &plan->quant));

@@ -6,11 +6,19 @@
 #include <set>
 #include <tuple>
 
+#include "dcr/model/presets.h"
 #include "dcr/refit/plan.h"
 #include "dcr/refit/topology.h"
 
 namespace dcr {
 namespace {
+
+// A plan of the `tiny` preset's tensors (a plan refits the manifest its caller gives it).
+RefitPlan tiny() {
+  RefitPlan plan;
+  EXPECT_TRUE(make_preset("tiny", &plan.model).is_ok());
+  return plan;
+}
 
 RefitConfig config_of(int trainers, int relays, int fanout, int rollout_tp) {
   RefitConfig c;
@@ -119,7 +127,7 @@ TEST(Plan, EveryRolloutGetsEachOfItsElementsFromExactlyOneFrame) {
   RefitConfig c = config_of(2, 1, 2, 2);
   Topology t;
   ASSERT_TRUE(make_topology_from_nodes(c, 0, std::vector<int>(5, 0), &t).is_ok());
-  RefitPlan plan;
+  RefitPlan plan = tiny();
   ASSERT_TRUE(make_plan(c, t, &plan).is_ok());
   for (int i = 0; i < t.rollouts; ++i) {
     uint64_t held = 0, covered = 0;
@@ -146,7 +154,7 @@ TEST(Plan, PublishAndFollowJobsPlanTheOneJobsFrames) {
   RefitConfig one = config_of(2, 1, 2, 2);
   Topology t;
   ASSERT_TRUE(make_topology_from_nodes(one, 0, std::vector<int>(5, 0), &t).is_ok());
-  RefitPlan expected;
+  RefitPlan expected = tiny();
   ASSERT_TRUE(make_plan(one, t, &expected).is_ok());
 
   RefitConfig publish = one;
@@ -171,7 +179,7 @@ TEST(Plan, PublishAndFollowJobsPlanTheOneJobsFrames) {
   EXPECT_EQ(f.relay_rank(0), 0);
 
   for (const auto& [config, topology] : {std::make_pair(publish, p), std::make_pair(follow, f)}) {
-    RefitPlan plan;
+    RefitPlan plan = tiny();
     ASSERT_TRUE(make_plan(config, topology, &plan).is_ok());
     ASSERT_EQ(plan.frames.size(), expected.frames.size()) << config.role;
     for (size_t trainer = 0; trainer < plan.frames.size(); ++trainer) {
@@ -214,7 +222,7 @@ TEST(Plan, SmallBoxesShareBundlesByReceiversAndDtype) {
   RefitConfig c = config_of(2, 1, 2, 2);
   Topology t;
   ASSERT_TRUE(make_topology_from_nodes(c, 0, std::vector<int>(5, 0), &t).is_ok());
-  RefitPlan plain, bundled;
+  RefitPlan plain = tiny(), bundled = tiny();
   c.bundle_below = 0;
   ASSERT_TRUE(make_plan(c, t, &plain).is_ok());
   c.bundle_below = 1 << 16;

@@ -55,8 +55,8 @@ struct RefitPlan {
 
 // Fills rules (from --model-family, else config.json's model_type / architectures, else the "dcr"
 // presets' family), the served model (--serve-quant), then every holding and frame. The caller has
-// put a checkpoint's manifest (`model`) and config.json in *plan (or the caller its own manifest);
-// presets are made here when it is empty.
+// put a checkpoint's, a preset's or its own manifest (`model`) and config.json (if any) in *plan;
+// invalid_argument when `model` is empty.
 Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan);
 
 }  // namespace dcr

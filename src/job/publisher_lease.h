@@ -44,7 +44,7 @@ class PublisherLease {
   void renew_until_stopped();
 
   std::unique_ptr<ObjectStore> store_;
-  std::string owner_, holder_text_;  // this publisher's id, and its description in messages
+  std::string owner_;  // this publisher's id in the lease
   uint64_t beat_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

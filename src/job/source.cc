@@ -1,4 +1,4 @@
-#include "dcr/refit/source.h"
+#include "src/job/source.h"
 
 #include <chrono>
 #include <filesystem>

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <thread>
 
-#include "src/refit/publisher_lease.h"
+#include "src/job/publisher_lease.h"
 
 namespace dcr {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/refit/publisher_lease.h"
+#include "src/job/publisher_lease.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -106,7 +106,6 @@ Status PublisherLease::take(const std::string& url, const std::function<void(con
               "store '" + store.describe() + "': another publisher (" + (held ? there.describe() : "unknown") +
                   ") took the lease at the same moment; two publishers on one prefix are refused");
   lease->owner_ = mine.owner;
-  lease->holder_text_ = mine.describe();
   lease->renewer_ = std::thread([l = lease.get()] { l->renew_until_stopped(); });
   *out = std::move(lease);
   return Status::ok();

@@ -17,15 +17,15 @@
 #include "dcr/refit/config.h"
 #include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
-#include "dcr/refit/refit.h"
+#include "src/job/refit.h"
 #include "dcr/refit/roles.h"
 #include "dcr/layout/shard.h"
-#include "dcr/refit/source.h"
+#include "src/job/source.h"
 #include "dcr/refit/topology.h"
 #include "dcr/spool/frame_spool.h"
 #include "dcr/transport/transport.h"
 #include "src/refit/endpoint_core.h"
-#include "src/refit/publisher_lease.h"
+#include "src/job/publisher_lease.h"
 
 namespace dcr {
 

@@ -7,7 +7,7 @@
 #include "dcr/ckpt/hdf5_checkpoint.h"
 #include "dcr/core/log.h"
 #include "dcr/refit/commit.h"
-#include "src/refit/rank_state.h"
+#include "src/job/rank_state.h"
 
 namespace dcr {
 

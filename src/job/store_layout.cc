@@ -1,4 +1,4 @@
-#include "src/refit/store_layout.h"
+#include "src/job/store_layout.h"
 
 #include <sstream>
 #include <vector>

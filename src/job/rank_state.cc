@@ -1,10 +1,11 @@
-#include "src/refit/rank_state.h"
+#include "src/job/rank_state.h"
 
 #include <filesystem>
 #include <thread>
 
 #include "dcr/ckpt/checkpoint.h"
 #include "dcr/core/hash.h"
+#include "dcr/model/presets.h"
 #include "dcr/core/log.h"
 #include "dcr/transport/rate_limit.h"
 #include "src/core/clock.h"
@@ -82,6 +83,7 @@ Status open_job_store(const RefitConfig& config, bool speaks, std::unique_ptr<Ob
 Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   CanonicalBits initial;
   DCR_TRY(load_initial(config, world, s->has_model(), &s->plan, &initial));
+  if (s->plan.model.tensors.empty()) DCR_TRY(make_preset(config.model, &s->plan.model));  // no checkpoint given
   DCR_TRY(make_plan(config, s->topology, &s->plan));
   DCR_TRY(check_serve_dir(*s));
   DCR_TRY(parse_frame_fault(config.fault, &s->frame_fault));

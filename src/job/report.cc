@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dcr/refit/refit.h"
+#include "src/job/refit.h"
 
 namespace dcr {
 

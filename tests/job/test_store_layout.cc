@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "dcr/auth/keyring.h"
-#include "src/refit/store_layout.h"
+#include "src/job/store_layout.h"
 
 namespace dcr {
 namespace {

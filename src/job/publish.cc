@@ -13,8 +13,8 @@
 #include "dcr/core/hash.h"
 #include "dcr/core/log.h"
 #include "src/core/clock.h"
-#include "src/refit/rank_state.h"
-#include "src/refit/store_layout.h"
+#include "src/job/rank_state.h"
+#include "src/job/store_layout.h"
 
 namespace dcr {
 namespace {

@@ -6,7 +6,7 @@
 #include "dcr/core/log.h"
 #include "dcr/refit/commit.h"
 #include "src/core/files.h"
-#include "src/refit/rank_state.h"
+#include "src/job/rank_state.h"
 
 namespace dcr {
 

@@ -1,10 +1,10 @@
-#include "dcr/refit/refit.h"
+#include "src/job/refit.h"
 
 #include <cstdio>
 
 #include "dcr/core/log.h"
 #include "src/core/clock.h"
-#include "src/refit/rank_state.h"
+#include "src/job/rank_state.h"
 
 namespace dcr {
 

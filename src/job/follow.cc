@@ -15,8 +15,8 @@
 #include "dcr/core/log.h"
 #include "src/core/clock.h"
 #include "src/core/files.h"
-#include "src/refit/rank_state.h"
-#include "src/refit/store_layout.h"
+#include "src/job/rank_state.h"
+#include "src/job/store_layout.h"
 
 namespace dcr {
 namespace {
