@@ -114,12 +114,12 @@ void run_rollout(const EndpointSpec& spec, Transport* t, Collective* c, Rates* r
 int run(const Options& o) {
   EndpointSpec spec;
   Status st = make_preset("tiny", &spec.manifest);
-  spec.job.trainers = 1;
-  spec.job.relays = 1;
-  spec.job.rollout_tp = 1;
-  spec.job.frame_elements = o.frame_elements;
-  spec.job.bundle_below = 0;  // every box its own frame: the per-frame costs are what is measured
-  spec.job.timeout_s = 60;
+  spec.options.trainers = 1;
+  spec.options.relays = 1;
+  spec.options.rollout_tp = 1;
+  spec.options.frame_elements = o.frame_elements;
+  spec.options.bundle_below = 0;  // every box its own frame: the per-frame costs are what is measured
+  spec.options.timeout_s = 60;
   if (o.key) {
     Key k;
     k.id = 1;

@@ -11,9 +11,9 @@
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   dcr::EndpointSpec spec;
-  spec.job.trainers = 1;
-  spec.job.relays = 1;
-  spec.job.rollout_tp = 1;
+  spec.options.trainers = 1;
+  spec.options.relays = 1;
+  spec.options.rollout_tp = 1;
   spec.manifest.tensors = {{"w", dcr::DType::f32, {256, 64}, false}, {"b", dcr::DType::f32, {64}, false}};
 
   MPI_Comm control;

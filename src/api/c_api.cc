@@ -4,9 +4,6 @@
 
 #include <mpi.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <limits>
 #include <memory>
 #include <string>
 
@@ -51,59 +48,6 @@ int guarded(Body body) {
   } catch (const std::exception& e) {
     return fail(dcr::Status(dcr::Code::internal, e.what()));
   }
-}
-
-bool parse_int(const char* text, long long low, long long high, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < low || v > high) return false;
-  *out = v;
-  return true;
-}
-
-// dcr refit's option names for the job's layout fields.
-int set_option(dcr::RefitConfig* c, const std::string& option, const char* value) {
-  const std::string text(value);
-  const std::string bad = "option '" + option + "': '" + text + "' ";
-  struct IntOption {
-    const char* name;
-    int* field;
-    int low;
-  };
-  const IntOption ints[] = {{"trainers", &c->trainers, 1},     {"train-tp", &c->train_tp, 1},
-                            {"train-ep", &c->train_ep, 1},     {"relays", &c->relays, 1},
-                            {"fanout", &c->fanout, 1},         {"rollout-tp", &c->rollout_tp, 1},
-                            {"rollout-ep", &c->rollout_ep, 1}, {"window", &c->window, 1},
-                            {"encode-threads", &c->encode_threads, 1}};
-  for (const IntOption& o : ints) {
-    if (option != o.name) continue;
-    long long v = 0;
-    if (!parse_int(value, o.low, std::numeric_limits<int>::max(), &v)) return invalid(bad + "is not an integer >= 1");
-    *o.field = static_cast<int>(v);
-    return DCR_OK;
-  }
-  if (option == "frame-elements") {
-    long long v = 0;
-    if (!parse_int(value, 1, std::numeric_limits<long long>::max(), &v)) return invalid(bad + "is not an integer >= 1");
-    c->frame_elements = static_cast<uint64_t>(v);
-  } else if (option == "timeout") {
-    char* end = nullptr;
-    const double v = std::strtod(value, &end);
-    if (end == value || *end != '\0' || !(v > 0)) return invalid(bad + "is not a positive number of seconds");
-    c->timeout_s = v;
-  } else if (option == "fuse") {
-    if (text != "true" && text != "false") return invalid(bad + "is not true or false");
-    c->fuse = text == "true";
-  } else if (option == "model-family") {
-    c->model_family = text;
-  } else if (option == "state-dir") {
-    c->state_dir = text;
-  } else {
-    return invalid("unknown option '" + option + "' (trainers, train-tp, train-ep, relays, fanout, rollout-tp, "
-                   "rollout-ep, fuse, model-family, frame-elements, window, encode-threads, timeout, state-dir)");
-  }
-  return DCR_OK;
 }
 
 dcr::Status to_memory(const dcr_buffer* buffers, size_t count, std::vector<dcr::BufferMemory>* out) {
@@ -161,7 +105,8 @@ void dcr_spec_free(dcr_spec* spec) { delete spec; }
 int dcr_spec_set(dcr_spec* spec, const char* option, const char* value) {
   return guarded([&]() -> int {
     if (spec == nullptr || option == nullptr || value == nullptr) return invalid("null spec, option or value");
-    return set_option(&spec->spec.job, option, value);
+    // The library's options table: the names, ranges and messages `dcr refit` uses.
+    return fail(dcr::options::set_by_name(dcr::refit_option_table(), option, value, &spec->spec.options));
   });
 }
 

@@ -9,7 +9,7 @@
 #include "dcr/core/number_list.h"
 #include "src/cli/commands.h"
 #include "src/cli/program_options.h"
-#include "src/refit/context_rule.h"
+#include "dcr/refit/options.h"
 
 namespace po = boost::program_options;
 
@@ -55,9 +55,9 @@ int run_codec(int argc, char** argv) {
   po::variables_map vm;
   Status parsed = parse_program_options(argc, argv, desc, &vm);
   if (parsed.is_ok()) parsed = parse_number_list(rates, "--rates", 100, &o.rates);
-  ContextMode mode = ContextMode::automatic;
-  if (parsed.is_ok()) parsed = parse_context_mode(contexts, &mode);
-  o.contexts = mode != ContextMode::off;
+  RefitOptions modes;  // --contexts as dcr refit takes it (its options table)
+  if (parsed.is_ok()) parsed = options::set_by_name(refit_option_table(), "contexts", contexts, &modes);
+  o.contexts = modes.contexts != ContextMode::off;
   if (!parsed.is_ok()) {
     std::fprintf(stderr, "dcr bench codec: %s\n\n", parsed.message().c_str());
     std::cerr << desc << "\n";

@@ -1,7 +1,7 @@
 // Internal to the cli: parsing `dcr refit`'s options.
 #pragma once
 
-#include "dcr/refit/config.h"
+#include "src/job/config.h"
 
 namespace dcr {
 

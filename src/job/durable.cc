@@ -11,9 +11,9 @@
 namespace dcr {
 
 Status publish_to_spool(RankState* s, Versions versions) {
-  if (!s->spool || s->topology.role != Role::trainer || s->sent.empty()) return Status::ok();
+  if (!s->spool || s->core.topology.role != Role::trainer || s->sent.empty()) return Status::ok();
   FramePublisher publisher;
-  DCR_TRY(s->spool->begin(versions.base, versions.target, static_cast<uint32_t>(s->topology.index), &publisher));
+  DCR_TRY(s->spool->begin(versions.base, versions.target, static_cast<uint32_t>(s->core.topology.index), &publisher));
   for (const SharedBytes& frame : s->sent) DCR_TRY(publisher.add(*frame));
   DCR_TRY(publisher.finish());
   s->sent.clear();
@@ -22,30 +22,30 @@ Status publish_to_spool(RankState* s, Versions versions) {
   // counting `target` as kept even while the other writers are still publishing their part of it.
   const int wanted = s->config.spool_keep > 0 ? s->config.spool_keep : s->config.catchup_max;
   const uint64_t keep = static_cast<uint64_t>(std::max(1, wanted));
-  if (s->topology.index == 0 && versions.target >= keep) DCR_TRY(s->spool->prune_before(versions.target + 1 - keep));
+  if (s->core.topology.index == 0 && versions.target >= keep) DCR_TRY(s->spool->prune_before(versions.target + 1 - keep));
   return Status::ok();
 }
 
 Status write_snapshot(RankState* s) {
-  if (s->topology.role != Role::rollout || !s->journal || s->config.snapshot_every == 0 ||
-      s->committed % s->config.snapshot_every != 0) {
+  if (s->core.topology.role != Role::rollout || !s->core.journal || s->config.snapshot_every == 0 ||
+      s->core.committed % s->config.snapshot_every != 0) {
     return Status::ok();
   }
-  DCR_TRY(s->serving.with_buffers([s](const CanonicalBits& buffers) {
-    return write_hdf5_checkpoint(s->snapshot_path(), s->serving.buffer_manifest(), buffers, s->committed, s->committed,
+  DCR_TRY(s->core.serving.with_buffers([s](const CanonicalBits& buffers) {
+    return write_hdf5_checkpoint(s->snapshot_path(), s->core.serving.buffer_manifest(), buffers, s->core.committed, s->core.committed,
                                  files::kPrivateFile);
   }));
-  return s->journal->append({JournalRecord::snapshot, s->committed, 0, 0}, true);
+  return s->core.journal->append({JournalRecord::snapshot, s->core.committed, 0, 0}, true);
 }
 
 namespace {
 
 std::string replica_dir(const RankState& s) {
-  return s.config.serve_dir + "/replica-" + std::to_string(s.topology.index / s.config.rollout_tp);
+  return s.config.serve_dir + "/replica-" + std::to_string(s.core.topology.index / s.config.rollout_tp);
 }
 
 ServingDirLayout serving_dir_layout(const RankState& s) {
-  return ServingDirLayout{s.config.rollout_tp, s.config.rollout_ep, s.plan.manifest.hash()};
+  return ServingDirLayout{s.config.rollout_tp, s.config.rollout_ep, s.core.plan.manifest.hash()};
 }
 
 // The version a replica's directory names (kNoVersion: none, or unreadable).
@@ -59,7 +59,7 @@ uint64_t served_version(const RankState& s) {
 }  // namespace
 
 Status check_serve_dir(const RankState& s) {
-  const Topology& t = s.topology;
+  const Topology& t = s.core.topology;
   if (s.config.serve_dir.empty() || t.role != Role::rollout || t.index % s.config.rollout_tp != 0) return Status::ok();
   DCR_TRY(check_serving_dir(replica_dir(s), serving_dir_layout(s)));
   if (t.index != 0) return Status::ok();
@@ -77,7 +77,7 @@ Status check_serve_dir(const RankState& s) {
 }
 
 Status repair_serving(RankState* s, uint64_t version) {
-  const Topology& t = s->topology;
+  const Topology& t = s->core.topology;
   if (s->config.serve_dir.empty()) return Status::ok();
   const bool leader = t.role == Role::rollout && t.index % s->config.rollout_tp == 0;
   const uint64_t there = leader ? served_version(*s) : version;
@@ -91,10 +91,10 @@ Status repair_serving(RankState* s, uint64_t version) {
 }
 
 Status publish_serving(RankState* s, uint64_t version) {
-  const Topology& t = s->topology;
+  const Topology& t = s->core.topology;
   const bool rollout = t.role == Role::rollout;
   const int tp = s->config.rollout_tp;
-  Status st = rollout ? write_serving_shard(replica_dir(*s), t.index % tp, s->serving) : Status::ok();
+  Status st = rollout ? write_serving_shard(replica_dir(*s), t.index % tp, s->core.serving) : Status::ok();
   const bool written = all_true(s, st.is_ok());
   if (rollout && written && t.index % tp == 0) st = write_serving_version(replica_dir(*s), version, serving_dir_layout(*s));
   if (!st.is_ok()) DCR_LOG(error, "refit", "%s: --serve-dir: %s", t.describe().c_str(), st.to_string().c_str());

@@ -80,12 +80,12 @@ Status choose(const FrameSpool& spool, const Keyring* keys, uint64_t committed, 
 
 // Collective: the root relay's choice, for everyone.
 Status agree_on_next(RankState* s, bool need_full, Next* next) {
-  const bool root = s->topology.world_rank == 0;
-  const Status st = root ? choose(*s->spool, s->keys.get(), s->committed, need_full, next) : Status::ok();
+  const bool root = s->core.topology.world_rank == 0;
+  const Status st = root ? choose(*s->spool, s->core.keys.get(), s->core.committed, need_full, next) : Status::ok();
   DCR_TRY(all_ok(s, st, "reading the store"));
-  next->action = s->control->broadcast(next->action, 0);
-  next->entry.base = s->control->broadcast(next->entry.base, 0);
-  next->entry.target = s->control->broadcast(next->entry.target, 0);
+  next->action = s->core.control->broadcast(next->action, 0);
+  next->entry.base = s->core.control->broadcast(next->entry.base, 0);
+  next->entry.target = s->core.control->broadcast(next->entry.target, 0);
   next->entry.full = next->action == kFull;
   return Status::ok();
 }
@@ -107,7 +107,7 @@ struct StoreFeed {
 StoreFeed open_feed(RankState* s, const VersionEntry& entry) {
   StoreFeed feed{s->spool.get(), entry, {}, Status::ok()};
   feed.ready = s->spool->frames_of(entry, &feed.refs);
-  const uint64_t expected = s->plan.frames_for_relay(s->topology, 0);
+  const uint64_t expected = s->core.plan.frames_for_relay(s->core.topology, 0);
   if (feed.ready.is_ok() && feed.refs.size() != expected) {
     feed.ready = Status(Code::corrupt, "version " + std::to_string(entry.target) + " in the store has " +
                                            std::to_string(feed.refs.size()) + " frames, this job's plan " +
@@ -119,15 +119,15 @@ StoreFeed open_feed(RankState* s, const VersionEntry& entry) {
 // One version from the store through the tree into the rollouts, committed jointly. Collective.
 StepRecord follow_once(RankState* s, const Next& next) {
   const bool full = next.action == kFull;
-  const Versions versions = full ? Versions{next.entry.target, next.entry.target} : Versions{s->committed, next.entry.target};
+  const Versions versions = full ? Versions{next.entry.target, next.entry.target} : Versions{s->core.committed, next.entry.target};
   StepRecord r;
   r.version = versions.target;
   r.base = versions.base;
   r.kind = full ? "full" : "delta";
-  if (s->journal && s->topology.role == Role::rollout) {
-    (void)s->journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false);
+  if (s->core.journal && s->core.topology.role == Role::rollout) {
+    (void)s->core.journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false);
   }
-  const bool root = s->topology.world_rank == 0;
+  const bool root = s->core.topology.world_rank == 0;
   StoreFeed feed;
   if (root) feed = open_feed(s, next.entry);
   FrameFeed read = nullptr;
@@ -135,12 +135,12 @@ StepRecord follow_once(RankState* s, const Next& next) {
   barrier(s, "the barrier before a version");
   const auto start = Clock::now();
   StepStats stats;
-  const bool vote = s->transfer(full ? FrameKind::full : FrameKind::delta, versions, &s->serving, &stats, read).is_ok();
+  const bool vote = s->core.transfer(full ? FrameKind::full : FrameKind::delta, versions, &s->core.serving, &stats, read).is_ok();
   const auto commit_start = Clock::now();
-  r.committed = s->commit(vote, versions);
+  r.committed = s->core.commit(vote, versions);
   r.commit_s = seconds_since(commit_start);
   r.seconds = seconds_since(start);
-  const uint64_t published = s->control->broadcast(root ? feed.entry.published_us : 0, 0);
+  const uint64_t published = s->core.control->broadcast(root ? feed.entry.published_us : 0, 0);
   const uint64_t now = unix_micros();
   r.lag_s = published > 0 && now > published ? (now - published) / 1e6 : 0;
   StepStats total;
@@ -162,14 +162,14 @@ Status after_commit(RankState* s, StepRecord* r) {
                 "--verify: this job has no expected model of version " + std::to_string(r->version) +
                     " to check against (--checkpoints, or the change model's --steps)");
     DCR_TRY(seek_everywhere(s, r->version));
-    checked = verified(s, s->serving);
+    checked = verified(s, s->core.serving);
   }
   r->bitexact = s->config.verify && checked;
   DCR_REQUIRE(checked, Code::target_mismatch,
               "version " + std::to_string(r->version) + " committed but a rollout's bits differ from the expected model");
   if (!s->config.serve_dir.empty()) DCR_TRY(publish_serving(s, r->version));
   const Status snapshot = write_snapshot(s);
-  if (!snapshot.is_ok()) DCR_LOG(warn, "refit", "%s: snapshot not written: %s", s->topology.describe().c_str(),
+  if (!snapshot.is_ok()) DCR_LOG(warn, "refit", "%s: snapshot not written: %s", s->core.topology.describe().c_str(),
                                  snapshot.to_string().c_str());
   return Status::ok();
 }
@@ -177,15 +177,15 @@ Status after_commit(RankState* s, StepRecord* r) {
 // The committed version from the journals, with every rollout's buffers restored at it from its
 // snapshot; none when a rollout could not (the next version comes as a full snapshot).
 Status resume(RankState* s) {
-  s->committed = kNoVersion;
-  if (!s->journal) return Status::ok();
+  s->core.committed = kNoVersion;
+  if (!s->core.journal) return Status::ok();
   uint64_t version = kNoVersion;
   DCR_TRY(agree_on_version(s, &version));
   if (version == kNoVersion) return Status::ok();
-  const bool restored = all_true(s, s->topology.role != Role::rollout || restore_from_snapshot(s, version));
-  s->committed = restored ? version : kNoVersion;  // a rollout without its state: start again from a snapshot
+  const bool restored = all_true(s, s->core.topology.role != Role::rollout || restore_from_snapshot(s, version));
+  s->core.committed = restored ? version : kNoVersion;  // a rollout without its state: start again from a snapshot
   if (restored) DCR_TRY(repair_serving(s, version));
-  if (s->topology.world_rank == 0) {
+  if (s->core.topology.world_rank == 0) {
     s->observer.note("dcr refit: follower resumed at committed version " + std::to_string(version) + " from '" +
                      s->config.state_dir + "'" + (restored ? "" : " (a rollout lacks its snapshot: a full one comes next)"));
   }
@@ -201,13 +201,13 @@ Status check_followed(const RankState& s) {
   std::vector<uint8_t> bytes;
   bool found = false;
   DCR_TRY(files::read_whole(path, &bytes, &found));
-  const std::string mine = s.publication + "\n";
+  const std::string mine = s.core.publication + "\n";
   if (!found) return files::write_atomic(path, {{mine.data(), mine.size()}}, true, files::kPrivateFile);
   const std::string followed(bytes.begin(), bytes.end());
   DCR_REQUIRE(followed == mine, Code::invalid_argument,
               "--state-dir '" + s.config.state_dir + "' holds the state of publication " +
                   followed.substr(0, std::min<size_t>(followed.size(), 32)) + ", but store '" + s.spool->describe() +
-                  "' now holds publication " + s.publication +
+                  "' now holds publication " + s.core.publication +
                   " (republished, or another store): its committed versions belong to the other; follow the new "
                   "publication with a fresh --state-dir");
   return Status::ok();
@@ -216,11 +216,11 @@ Status check_followed(const RankState& s) {
 // Collective: waits for the publisher's LAYOUT, checks this job's against it and joins its publication.
 Status wait_for_layout(RankState* s) {
   const auto start = Clock::now();
-  const bool root = s->topology.world_rank == 0;
+  const bool root = s->core.topology.world_rank == 0;
   std::string publication;
   for (;;) {
-    Status st = root ? check_layout(*s->spool, s->keys.get(), store_layout(s->config, s->plan), &publication) : Status::ok();
-    const bool absent = s->control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
+    Status st = root ? check_layout(*s->spool, s->core.keys.get(), store_layout(s->config, s->core.plan), &publication) : Status::ok();
+    const bool absent = s->core.control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
     if (!absent || seconds_since(start) > s->config.follow_timeout_s) {
       DCR_TRY(all_ok(s, st, "checking the store's layout"));
       break;
@@ -239,8 +239,8 @@ Status run_follow(RankState* s, RefitReport* report) {
   bool need_full = false;  // a delta was refused: the next version comes as a newer full snapshot
   auto waiting_since = Clock::now();
   for (;;) {
-    DCR_TRY(all_ok(s, s->reload_keys(), "reading the key file"));
-    s->spool->set_keys(s->keys);
+    DCR_TRY(all_ok(s, s->core.reload_keys(), "reading the key file"));
+    s->spool->set_keys(s->core.keys);
     Next next;
     DCR_TRY(agree_on_next(s, need_full, &next));
     if (next.action == kDone) break;
@@ -249,7 +249,7 @@ Status run_follow(RankState* s, RefitReport* report) {
       DCR_REQUIRE(!all_true(s, late), Code::unavailable,
                   "no new version in store '" + s->spool->describe() + "' for " + seconds(s->config.follow_timeout_s) +
                       " s (--follow-timeout); this job holds version " +
-                      (s->committed == kNoVersion ? std::string("none") : std::to_string(s->committed)) +
+                      (s->core.committed == kNoVersion ? std::string("none") : std::to_string(s->core.committed)) +
                       (next.why.empty() ? "" : "; " + next.why));
       std::this_thread::sleep_for(std::chrono::duration<double>(s->config.poll_s));
       continue;
@@ -257,7 +257,7 @@ Status run_follow(RankState* s, RefitReport* report) {
     StepRecord r = follow_once(s, next);
     if (!r.committed && !need_full) {  // e.g. a rollout whose state was not the delta's base
       need_full = true;
-      if (s->topology.world_rank == 0) {
+      if (s->core.topology.world_rank == 0) {
         s->observer.note("dcr refit: version " + std::to_string(r.version) +
                          " was not committed; trying a newer full snapshot instead");
       }
@@ -269,7 +269,7 @@ Status run_follow(RankState* s, RefitReport* report) {
     need_full = false;
     waiting_since = Clock::now();
     const Status done = after_commit(s, &r);
-    if (s->topology.world_rank == 0) {
+    if (s->core.topology.world_rank == 0) {
       s->observer.step(r);
       report->steps.push_back(r);
     }

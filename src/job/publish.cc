@@ -23,10 +23,10 @@ namespace {
 // recorded in each manifest, and what a restarted publisher compares with the store's newest.
 uint64_t writer_state(RankState* s) {
   std::vector<uint64_t> hashes;
-  for (const PlannedFrame& f : s->plan.frames[s->topology.index]) {
+  for (const PlannedFrame& f : s->core.plan.frames[s->core.topology.index]) {
     for (const Box& part : f.parts) {
       Region r;
-      hashes.push_back(s->current.region(part, &r).is_ok() ? region_hash(r) : 0);
+      hashes.push_back(s->core.current.region(part, &r).is_ok() ? region_hash(r) : 0);
     }
   }
   return hash64(hashes.data(), hashes.size() * sizeof(uint64_t));
@@ -34,30 +34,30 @@ uint64_t writer_state(RankState* s) {
 
 // This trainer's frames of `kind` for `versions`, put into the store as they are encoded.
 Status put_frames(RankState* s, FrameKind kind, Versions versions, uint64_t state, StepStats* stats) {
-  const uint32_t writer = static_cast<uint32_t>(s->topology.index);
+  const uint32_t writer = static_cast<uint32_t>(s->core.topology.index);
   FramePublisher publisher;
   DCR_TRY(kind == FrameKind::full ? s->spool->begin_full(versions.target, writer, &publisher)
                                   : s->spool->begin(versions.base, versions.target, writer, &publisher));
   publisher.set_state(state);
-  const Link link{nullptr, &s->topology, s->config.window, s->config.timeout_s, &s->kill, 0, s->keys.get(),
-                  s->config.encrypt, &s->context_rule};
+  const Link link{nullptr, &s->core.topology, s->config.window, s->config.timeout_s, &s->core.kill, 0, s->core.keys.get(),
+                  s->config.encrypt, &s->core.context_rule};
   std::vector<FrameEncoder*> encoders;
-  for (const auto& e : s->encoders) encoders.push_back(e.get());
+  for (const auto& e : s->core.encoders) encoders.push_back(e.get());
   auto put = [&publisher](SharedBytes frame) { return publisher.add(*frame); };
-  DCR_TRY(encode_frames(s->plan, link, s->topology.index, kind, versions, &s->baseline, &s->current, s->frame_fault,
+  DCR_TRY(encode_frames(s->core.plan, link, s->core.topology.index, kind, versions, &s->core.baseline, &s->core.current, s->core.frame_fault,
                         encoders, stats, put));
   const auto start = Clock::now();
   DCR_TRY(publisher.finish());
   stats->send_s += seconds_since(start);
-  s->context_rule.observe_sends(stats->wire_bytes, stats->send_s);  // the store is the link
+  s->core.context_rule.observe_sends(stats->wire_bytes, stats->send_s);  // the store is the link
   return Status::ok();
 }
 
 // Collective: trainer 0's answer (a status and a number) for everyone.
 Status from_trainer0(RankState* s, const std::function<Status(uint64_t*)>& ask, const char* what, uint64_t* value) {
-  Status st = s->topology.index == 0 ? ask(value) : Status::ok();
+  Status st = s->core.topology.index == 0 ? ask(value) : Status::ok();
   DCR_TRY(all_ok(s, st, what));
-  *value = s->control->broadcast(*value, 0);
+  *value = s->core.control->broadcast(*value, 0);
   return Status::ok();
 }
 
@@ -66,12 +66,12 @@ Status from_trainer0(RankState* s, const std::function<Status(uint64_t*)>& ask, 
 Status prepare_store(RankState* s, std::string* publication, uint64_t* newest) {
   auto note = [s](const std::string& line) { s->observer.note(line); };
   DCR_TRY(PublisherLease::take(s->config.store, note, &s->lease));
-  DCR_TRY(put_layout(*s->spool, s->keys.get(), store_layout(s->config, s->plan), publication));
+  DCR_TRY(put_layout(*s->spool, s->core.keys.get(), store_layout(s->config, s->core.plan), publication));
   // The listing below takes this publication's versions only, their MACs under its keys.
-  s->publication = *publication;
+  s->core.publication = *publication;
   s->spool->set_publication(*publication);
-  DCR_TRY(s->reload_keys());
-  s->spool->set_keys(s->keys);
+  DCR_TRY(s->core.reload_keys());
+  s->spool->set_keys(s->core.keys);
   DCR_TRY(s->spool->store().remove(kClosedKey));
   bool found = false;
   DCR_TRY(s->spool->newest(newest, &found));
@@ -85,7 +85,7 @@ Status prepare_store(RankState* s, std::string* publication, uint64_t* newest) {
 Status prove_newest(RankState* s, uint64_t newest) {
   VersionEntry entry;
   if (!s->spool->version(newest, &entry).is_ok()) DCR_TRY(s->spool->snapshot(newest, &entry));
-  const size_t writer = static_cast<size_t>(s->topology.index);
+  const size_t writer = static_cast<size_t>(s->core.topology.index);
   const uint64_t stored = writer < entry.states.size() ? entry.states[writer] : 0;
   const uint64_t rebuilt = writer_state(s);
   DCR_REQUIRE(stored == rebuilt, Code::invalid_argument,
@@ -106,12 +106,12 @@ Status resume_from_store(RankState* s) {
   uint64_t newest = kNoVersion;
   DCR_TRY(from_trainer0(s, [&](uint64_t* v) { return prepare_store(s, &publication, v); }, "opening the store", &newest));
   DCR_TRY(adopt_publication(s, publication));
-  s->committed = newest;
+  s->core.committed = newest;
   if (newest == kNoVersion) return Status::ok();
   DCR_TRY(seek_everywhere(s, newest));
   DCR_TRY(all_ok(s, prove_newest(s, newest), "checking the store's newest version"));
-  s->baseline.copy_from(s->current);
-  if (s->topology.index == 0) {
+  s->core.baseline.copy_from(s->core.current);
+  if (s->core.topology.index == 0) {
     s->observer.note("dcr refit: publisher resumed after version " + std::to_string(newest) + ", the newest complete in '" +
                      s->spool->describe() + "' (its state hashes match the rebuilt version; unfinished versions above "
                      "it removed)");
@@ -122,7 +122,7 @@ Status resume_from_store(RankState* s) {
 // Trainer 0 after each version: the newest --spool-keep deltas stay, and the newest snapshot with
 // every delta after it (a follower further behind starts from that snapshot); the rest goes.
 Status prune_store(RankState* s, uint64_t newest) {
-  if (s->topology.index != 0) return Status::ok();
+  if (s->core.topology.index != 0) return Status::ok();
   std::vector<VersionEntry> fulls;
   DCR_TRY(s->spool->snapshots(&fulls));
   const uint64_t full = fulls.empty() ? 0 : fulls.back().target;
@@ -134,22 +134,22 @@ Status prune_store(RankState* s, uint64_t newest) {
 // One version into the store: the delta from the last one (none for the first), then the full
 // snapshot where one is due. Collective.
 StepRecord publish_once(RankState* s, uint64_t target) {
-  const bool first = s->committed == kNoVersion;
+  const bool first = s->core.committed == kNoVersion;
   const bool snapshot = first || target % static_cast<uint64_t>(s->config.full_every) == 0;
   StepRecord r;
   r.version = target;
-  r.base = first ? target : s->committed;
+  r.base = first ? target : s->core.committed;
   r.kind = first ? "full" : "delta";
-  r.contexts = s->config.contexts;
-  r.link_gbps = s->context_rule.link_gbps();
-  r.link_source = s->context_rule.link_source();
+  r.contexts = context_mode_name(s->config.contexts);
+  r.link_gbps = s->core.context_rule.link_gbps();
+  r.link_source = s->core.context_rule.link_source();
   barrier(s, "the barrier before a version");
   const auto start = Clock::now();
   StepStats delta, full;
   const uint64_t state = writer_state(s);
-  Status st = first ? Status::ok() : put_frames(s, FrameKind::delta, {s->committed, target}, state, &delta);
+  Status st = first ? Status::ok() : put_frames(s, FrameKind::delta, {s->core.committed, target}, state, &delta);
   if (st.is_ok() && snapshot) st = put_frames(s, FrameKind::full, {target, target}, state, &full);
-  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
+  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->core.topology.describe().c_str(), st.to_string().c_str());
   r.committed = r.published = all_true(s, st.is_ok());
   r.seconds = seconds_since(start);
   StepStats delta_total, full_total;
@@ -158,8 +158,8 @@ StepRecord publish_once(RankState* s, uint64_t target) {
   record_totals(first ? full_total : delta_total, &r);
   r.full_bytes = full_total.wire_bytes;
   if (r.committed) {
-    s->baseline.copy_from(s->current);
-    s->committed = target;
+    s->core.baseline.copy_from(s->core.current);
+    s->core.committed = target;
   }
   return r;
 }
@@ -171,17 +171,17 @@ Status lease_held(RankState* s) { return s->lease ? s->lease->check() : Status::
 
 Status run_publish(RankState* s, RefitReport* report) {
   DCR_TRY(resume_from_store(s));
-  uint64_t last = s->committed;
-  for (uint64_t version = s->committed == kNoVersion ? 0 : s->committed + 1;; ++version) {
+  uint64_t last = s->core.committed;
+  for (uint64_t version = s->core.committed == kNoVersion ? 0 : s->core.committed + 1;; ++version) {
     bool exists = false;
     DCR_TRY(version_exists(s, version, s->world, &exists));
     if (!exists) break;
     DCR_TRY(all_ok(s, lease_held(s), "the publisher lease"));
     DCR_TRY(seek_everywhere(s, version));
-    DCR_TRY(all_ok(s, s->reload_keys(), "reading the key file"));
-    s->spool->set_keys(s->keys);
+    DCR_TRY(all_ok(s, s->core.reload_keys(), "reading the key file"));
+    s->spool->set_keys(s->core.keys);
     const StepRecord r = publish_once(s, version);
-    if (s->topology.world_rank == 0) {
+    if (s->core.topology.world_rank == 0) {
       s->observer.step(r);
       report->steps.push_back(r);
     }
@@ -193,7 +193,7 @@ Status run_publish(RankState* s, RefitReport* report) {
     if (!pruned.is_ok()) DCR_LOG(warn, "refit", "pruning the store: %s", pruned.to_string().c_str());
   }
   Status closed = Status::ok();
-  if (s->topology.index == 0 && last != kNoVersion) closed = put_closed(*s->spool, s->keys.get(), last);
+  if (s->core.topology.index == 0 && last != kNoVersion) closed = put_closed(*s->spool, s->core.keys.get(), last);
   if (closed.is_ok() && s->lease) closed = s->lease->release();
   return all_ok(s, closed, "closing the publication");
 }

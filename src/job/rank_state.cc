@@ -13,7 +13,7 @@
 namespace dcr {
 
 std::string RankState::snapshot_path() const {
-  return config.state_dir + "/rollout-" + std::to_string(topology.index) + ".h5";
+  return config.state_dir + "/rollout-" + std::to_string(core.topology.index) + ".h5";
 }
 
 namespace {
@@ -65,7 +65,7 @@ Status make_source(const RefitConfig& config, const RefitPlan& plan, const Canon
 // read: a follower never writes; it waits up to --follow-timeout for a bucket that does not exist
 // yet, which a publisher started after it creates).
 Status open_job_store(const RefitConfig& config, bool speaks, std::unique_ptr<ObjectStore>* out) {
-  if (config.role != "follow") return open_store(config.store, StoreAccess::write, out).with_context("--store");
+  if (config.role != JobRole::follow) return open_store(config.store, StoreAccess::write, out).with_context("--store");
   const auto start = Clock::now();
   for (bool said = false;; said = true) {
     const Status st = open_store(config.store, StoreAccess::read, out);
@@ -82,20 +82,21 @@ Status open_job_store(const RefitConfig& config, bool speaks, std::unique_ptr<Ob
 // ranks only (a missing weights package, a file one node cannot read).
 Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   CanonicalBits initial;
-  DCR_TRY(load_initial(config, world, s->has_model(), &s->plan, &initial));
-  if (s->plan.model.tensors.empty()) DCR_TRY(make_preset(config.model, &s->plan.model));  // no checkpoint given
-  DCR_TRY(make_plan(config, s->topology, &s->plan));
+  DCR_TRY(load_initial(config, world, s->has_model(), &s->core.plan, &initial));
+  if (s->core.plan.model.tensors.empty()) DCR_TRY(make_preset(config.model, &s->core.plan.model));  // no checkpoint given
+  DCR_TRY(make_plan(config, s->core.topology, &s->core.plan));
   DCR_TRY(check_serve_dir(*s));
-  DCR_TRY(parse_frame_fault(config.fault, &s->frame_fault));
-  DCR_TRY(parse_kill_point(config.fail_at, config.state_dir, &s->kill));
-  DCR_TRY(s->open_state());
+  s->core.frame_fault = config.fault;
+  s->core.kill = config.fail_at;
+  arm_kill_points(config.state_dir, &s->core.kill);
+  DCR_TRY(s->core.open_state());
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   if (!config.store.empty()) {
     std::unique_ptr<ObjectStore> store;
-    DCR_TRY(open_job_store(config, s->topology.world_rank == 0, &store));
+    DCR_TRY(open_job_store(config, s->core.topology.world_rank == 0, &store));
     s->spool = std::make_unique<FrameSpool>(std::shared_ptr<ObjectStore>(std::move(store)), config.trainers);
   }
-  if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->plan, initial, &s->source));
+  if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->core.plan, initial, &s->source));
   return Status::ok();
 }
 
@@ -104,34 +105,35 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
 Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
   DCR_TRY(check_refit_config(config));  // the same verdict on every rank
   s->config = config;
-  DCR_TRY(make_topology(config, world, &s->topology));
-  s->committed = 0;  // the harness counts versions from 0, the first full sync
+  s->core.config = config;  // the library's part of it
+  DCR_TRY(make_topology(config, world, &s->core.topology));
+  s->core.committed = 0;  // the harness counts versions from 0, the first full sync
   s->world = world;
   s->collective_timeout_s = 2 * config.timeout_s + 30;
   s->own_control = mpi_collective(world, s->collective_timeout_s);
-  s->control = s->own_control.get();
+  s->core.control = s->own_control.get();
   DCR_TRY(all_ok(s, set_up_local(config, world, s), "set-up"));
-  const Topology& t = s->topology;
-  if (config.role != "publish") {  // a publisher job's ranks only talk to the store
-    DCR_TRY(make_transport(config.transport, world, &s->own_transport));
-    s->transport = s->link = s->own_transport.get();
+  const Topology& t = s->core.topology;
+  if (config.role != JobRole::publish) {  // a publisher job's ranks only talk to the store
+    DCR_TRY(make_transport(data_plane_name(config.transport), world, &s->own_transport));
+    s->core.transport = s->core.link = s->own_transport.get();
   }
-  if (t.role == Role::trainer && config.link_gbps > 0 && config.role == "all") {
+  if (t.role == Role::trainer && config.link_gbps > 0 && config.role == JobRole::all) {
     RateLimit limit;
     limit.bytes_per_s = config.link_gbps * 1e9 / 8;
     limit.peers = {t.relay_rank(0)};
-    s->limited = std::make_unique<RateLimitedTransport>(s->transport, limit);
-    s->link = s->limited.get();
+    s->limited = std::make_unique<RateLimitedTransport>(s->core.transport, limit);
+    s->core.link = s->limited.get();
   }
   if (s->spool) {
-    if (config.role == "all") s->keep_sent = &s->sent;
-    s->spool->set_keys(s->keys);
+    if (config.role == JobRole::all) s->core.keep_sent = &s->sent;
+    s->spool->set_keys(s->core.keys);
   }
   if (t.role == Role::trainer) {
-    s->current = Shard(s->plan.manifest, s->plan.trainer_holdings[t.index]);
+    s->core.current = Shard(s->core.plan.manifest, s->core.plan.trainer_holdings[t.index]);
   } else if (t.role == Role::rollout) {
-    s->serving = Shard(s->plan.manifest, s->plan.rollout_holdings[t.index]);
-    if (config.compare_full) s->full_serving = Shard(s->plan.manifest, s->plan.rollout_holdings[t.index]);
+    s->core.serving = Shard(s->core.plan.manifest, s->core.plan.rollout_holdings[t.index]);
+    if (config.compare_full) s->full_serving = Shard(s->core.plan.manifest, s->core.plan.rollout_holdings[t.index]);
   }
   const bool in_bcast = (t.role == Role::trainer && t.index == 0) || t.role == Role::rollout;
   MPI_Comm_split(world, in_bcast ? 0 : MPI_UNDEFINED, t.world_rank, &s->bcast_comm);
@@ -140,13 +142,13 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
 
 Status all_ok(RankState* s, const Status& mine, const char* what) {
   if (!mine.is_ok()) {
-    DCR_LOG(error, "refit", "%s: %s: %s", s->topology.describe().c_str(), what, mine.to_string().c_str());
+    DCR_LOG(error, "refit", "%s: %s: %s", s->core.topology.describe().c_str(), what, mine.to_string().c_str());
   }
   const uint64_t none = UINT64_MAX;
-  const uint64_t first = s->control->all_min(mine.is_ok() ? none : static_cast<uint64_t>(s->topology.world_rank));
+  const uint64_t first = s->core.control->all_min(mine.is_ok() ? none : static_cast<uint64_t>(s->core.topology.world_rank));
   if (first == none) return Status::ok();
   if (!mine.is_ok()) return mine.with_context(what);
-  return Status(Code::aborted, std::string(what) + " failed on " + s->topology.describe_rank(static_cast<int>(first)) +
+  return Status(Code::aborted, std::string(what) + " failed on " + s->core.topology.describe_rank(static_cast<int>(first)) +
                                    " (see its message); every rank stops");
 }
 
@@ -156,15 +158,15 @@ void tear_down(RankState* s) {
 
 Status adopt_publication(RankState* s, const std::string& on_root) {
   uint64_t words[2] = {0, 0};
-  if (s->topology.world_rank == 0 && on_root.size() == 32) {
+  if (s->core.topology.world_rank == 0 && on_root.size() == 32) {
     parse_hex16(on_root.substr(0, 16), &words[0]);
     parse_hex16(on_root.substr(16), &words[1]);
   }
-  for (uint64_t& w : words) w = s->control->broadcast(w, 0);
-  s->publication = hex16(words[0]) + hex16(words[1]);
-  s->spool->set_publication(s->publication);
-  DCR_TRY(all_ok(s, s->reload_keys(), "reading the key file"));
-  s->spool->set_keys(s->keys);
+  for (uint64_t& w : words) w = s->core.control->broadcast(w, 0);
+  s->core.publication = hex16(words[0]) + hex16(words[1]);
+  s->spool->set_publication(s->core.publication);
+  DCR_TRY(all_ok(s, s->core.reload_keys(), "reading the key file"));
+  s->spool->set_keys(s->core.keys);
   return Status::ok();
 }
 
@@ -183,8 +185,8 @@ Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exis
 Status advance_source_to(RankState* s, uint64_t version) {
   if (!s->source) return Status::ok();
   DCR_TRY(s->source->seek(version));
-  if (s->topology.role != Role::trainer) return Status::ok();
-  const Status loaded = s->current.load(s->plan.served_bytes(s->source->bytes()));
+  if (s->core.topology.role != Role::trainer) return Status::ok();
+  const Status loaded = s->core.current.load(s->core.plan.served_bytes(s->source->bytes()));
   // A file saved again while it was loaded leaves a torn shard: never encoded, and named as the
   // cause rather than whatever the torn bytes made load() refuse.
   DCR_TRY(s->source->check_unchanged().with_context("version " + std::to_string(version) + " is not used"));
@@ -193,7 +195,7 @@ Status advance_source_to(RankState* s, uint64_t version) {
 
 Status seek_everywhere(RankState* s, uint64_t version) {
   const Status st = s->has_model() ? advance_source_to(s, version) : Status::ok();
-  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), st.to_string().c_str());
+  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->core.topology.describe().c_str(), st.to_string().c_str());
   DCR_REQUIRE(all_true(s, st.is_ok()), st.is_ok() ? Code::invalid_argument : st.code(),
               st.is_ok() ? "another rank could not read version " + std::to_string(version) + " (see its message)"
                          : st.message());
@@ -201,10 +203,10 @@ Status seek_everywhere(RankState* s, uint64_t version) {
 }
 
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats) {
-  return s->transfer(kind, versions, serving, stats).is_ok();
+  return s->core.transfer(kind, versions, serving, stats).is_ok();
 }
 
-bool all_true(RankState* s, bool value) { return s->control->all_true(value); }
+bool all_true(RankState* s, bool value) { return s->core.control->all_true(value); }
 
 void barrier(RankState* s, const char* what) {
   MPI_Request request;
@@ -213,7 +215,7 @@ void barrier(RankState* s, const char* what) {
 }
 
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
-  const uint64_t sent = s->topology.role == Role::trainer ? mine.frames : mine.sent;
+  const uint64_t sent = s->core.topology.role == Role::trainer ? mine.frames : mine.sent;
   uint64_t counts[7] = {mine.frames,   mine.wire_bytes,     mine.changed,        mine.elements,
                         sent,          mine.context_frames, mine.declined_frames},
            sums[7] = {};
@@ -241,14 +243,14 @@ void record_totals(const StepStats& total, StepRecord* r) {
 
 bool verified(RankState* s, const Shard& shard) {
   bool ok = true;
-  if (s->topology.role == Role::rollout && s->config.verify) {
+  if (s->core.topology.role == Role::rollout && s->config.verify) {
     std::string difference;
-    const Status st = shard.matches(s->plan.served_bytes(s->source->bytes()), &ok, &difference);
+    const Status st = shard.matches(s->core.plan.served_bytes(s->source->bytes()), &ok, &difference);
     if (!st.is_ok()) ok = false, difference = st.to_string();
     // Bits compared with a file saved again meanwhile prove nothing either way: say that, not "bits differ".
     const Status unchanged = s->source->check_unchanged();
     if (!unchanged.is_ok()) ok = false, difference = "cannot verify: " + unchanged.to_string();
-    if (!ok) DCR_LOG(error, "refit", "%s: %s", s->topology.describe().c_str(), difference.c_str());
+    if (!ok) DCR_LOG(error, "refit", "%s: %s", s->core.topology.describe().c_str(), difference.c_str());
   }
   return all_true(s, ok);
 }

@@ -14,7 +14,6 @@
 #include "dcr/model/change_model.h"
 #include "dcr/model/real_weights.h"
 #include "dcr/refit/collective.h"
-#include "dcr/refit/config.h"
 #include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
 #include "src/job/refit.h"
@@ -24,6 +23,7 @@
 #include "dcr/refit/topology.h"
 #include "dcr/spool/frame_spool.h"
 #include "dcr/transport/transport.h"
+#include "src/job/config.h"
 #include "src/refit/endpoint_core.h"
 #include "src/job/publisher_lease.h"
 
@@ -31,7 +31,9 @@ namespace dcr {
 
 // The harness's rank: the endpoint core (transport, plan, journal, commit) plus what only `dcr
 // refit` has: the version source, the full-refit copy, the spool, the MPI_Bcast comparison.
-struct RankState : EndpointCore {
+struct RankState {
+  RefitConfig config;                          // what `dcr refit` was told
+  EndpointCore core;                           // this rank's endpoint: topology, plan, shards, step, commit
   std::unique_ptr<Collective> own_control;     // over the world communicator
   std::unique_ptr<Transport> own_transport;    // the data plane
   std::unique_ptr<Transport> limited;          // trainers: the emulated link to the root relay
@@ -47,7 +49,7 @@ struct RankState : EndpointCore {
   double collective_timeout_s = kCollectiveTimeoutS;  // the longest any collective waits (2 x --timeout + 30 s)
 
   bool has_model() const {
-    return topology.role == Role::trainer || (topology.role == Role::rollout && config.verify);
+    return core.topology.role == Role::trainer || (core.topology.role == Role::rollout && config.verify);
   }
   std::string snapshot_path() const;
 };

@@ -19,8 +19,8 @@ constexpr uint64_t kNone = kNoVersion;
 // it now that its state is rebuilt at that version, so every journal agrees again.
 Status record_resumed(RankState* s, uint64_t version) {
   uint64_t mine = kNone, base = 0, manifest = 0;
-  if (s->journal->last_committed(&mine, &base, &manifest) && mine == version) return Status::ok();
-  return s->journal->append({JournalRecord::committed, version, version, s->plan.manifest.hash()}, true);
+  if (s->core.journal->last_committed(&mine, &base, &manifest) && mine == version) return Status::ok();
+  return s->core.journal->append({JournalRecord::committed, version, version, s->core.plan.manifest.hash()}, true);
 }
 
 // Applies the published deltas after `from` up to `to` that this rollout receives.
@@ -31,14 +31,14 @@ Status catch_up(RankState* s, uint64_t from, uint64_t to) {
     std::vector<std::vector<uint8_t>> frames;
     DCR_TRY(s->spool->read_version(entry.target, &frames));
     for (std::vector<uint8_t>& frame : frames) {
-      if (s->keys) DCR_TRY(open_frame(*s->keys, &frame).with_context("spool version " + std::to_string(entry.target)));
+      if (s->core.keys) DCR_TRY(open_frame(*s->core.keys, &frame).with_context("spool version " + std::to_string(entry.target)));
       FrameHeader header;
       DCR_TRY(peek_frame_header(frame.data(), frame.size(), &header));
-      const std::vector<int>* receivers = s->plan.receivers_of(header.box);
+      const std::vector<int>* receivers = s->core.plan.receivers_of(header.box);
       DCR_REQUIRE(receivers != nullptr, Code::corrupt, "spool frame for " + header.box.describe() + " matches no planned frame");
-      if (!std::binary_search(receivers->begin(), receivers->end(), s->topology.index)) continue;
+      if (!std::binary_search(receivers->begin(), receivers->end(), s->core.topology.index)) continue;
       ApplyOutcome outcome;
-      DCR_TRY(apply_frame(frame, header, entry.base, &s->serving, &s->decoder, &outcome));
+      DCR_TRY(apply_frame(frame, header, entry.base, &s->core.serving, &s->core.decoder, &outcome));
     }
   }
   return Status::ok();
@@ -51,16 +51,16 @@ Status catch_up(RankState* s, uint64_t from, uint64_t to) {
 // refused.
 Status agree_on_version(RankState* s, uint64_t* version) {
   int foreign = -1;
-  const Status st = agree_on_committed(*s->control, s->journal.get(), s->plan.manifest.hash(), version, &foreign);
+  const Status st = agree_on_committed(*s->core.control, s->core.journal.get(), s->core.plan.manifest.hash(), version, &foreign);
   DCR_REQUIRE(st.is_ok(), Code::invalid_argument,
               "state directory '" + s->config.state_dir + "' belongs to another model, or to this one served in another form (--serve-quant) (the journal of " +
-                  s->topology.describe_rank(foreign) + "); use a fresh one");
+                  s->core.topology.describe_rank(foreign) + "); use a fresh one");
   return Status::ok();
 }
 
 bool restore_from_snapshot(RankState* s, uint64_t version) {
   uint64_t snapshot = kNone;
-  if (!s->journal->last_snapshot(&snapshot) || snapshot > version) return false;
+  if (!s->core.journal->last_snapshot(&snapshot) || snapshot > version) return false;
   const bool chain = snapshot == version || (s->spool && version - snapshot <= uint64_t(s->config.catchup_max));
   if (!chain) return false;
   Manifest manifest;
@@ -68,17 +68,17 @@ bool restore_from_snapshot(RankState* s, uint64_t version) {
   uint64_t stored = 0;
   Status st = read_hdf5_checkpoint(s->snapshot_path(), &manifest, &buffers, &stored);
   if (st.is_ok() && stored != snapshot) st = Status(Code::corrupt, "snapshot holds version " + std::to_string(stored));
-  if (st.is_ok()) st = s->serving.restore(manifest, buffers);
+  if (st.is_ok()) st = s->core.serving.restore(manifest, buffers);
   if (st.is_ok() && snapshot < version) st = catch_up(s, snapshot, version).with_context("catch-up from the spool");
   if (!st.is_ok()) {
     DCR_LOG(warn, "recovery", "%s: cannot restore version %llu from snapshot v%llu (%s); taking a full sync",
-                 s->topology.describe().c_str(), static_cast<unsigned long long>(version),
+                 s->core.topology.describe().c_str(), static_cast<unsigned long long>(version),
                  static_cast<unsigned long long>(snapshot), st.to_string().c_str());
     return false;
   }
   if (snapshot < version) {
     DCR_LOG(info, "recovery", "%s: restored snapshot v%llu and caught up to v%llu from the spool",
-                s->topology.describe().c_str(), static_cast<unsigned long long>(snapshot),
+                s->core.topology.describe().c_str(), static_cast<unsigned long long>(snapshot),
                 static_cast<unsigned long long>(version));
   }
   return true;
@@ -98,16 +98,16 @@ uint64_t box_hash(Shard* shard, const Box& box) {
 // A snapshot swapped with another rollout's, left by a run with another seed, or caught up over
 // a spool that lost a frame fails here, with or without --verify.
 bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
-  const Topology& t = s->topology;
+  const Topology& t = s->core.topology;
   std::vector<uint64_t> mine(t.rollouts, 0), expected(t.rollouts, 0);
-  for (size_t trainer = 0; trainer < s->plan.frames.size(); ++trainer) {
-    for (const PlannedFrame& f : s->plan.frames[trainer]) {
+  for (size_t trainer = 0; trainer < s->core.plan.frames.size(); ++trainer) {
+    for (const PlannedFrame& f : s->core.plan.frames[trainer]) {
       const bool sender = t.role == Role::trainer && t.index == static_cast<int>(trainer);
       const bool receiver = t.role == Role::rollout && restored &&
                             std::binary_search(f.receivers.begin(), f.receivers.end(), t.index);
       if (!sender && !receiver) continue;
       uint64_t h = 0;
-      for (const Box& part : f.parts) h += box_hash(sender ? &s->current : &s->serving, part);
+      for (const Box& part : f.parts) h += box_hash(sender ? &s->core.current : &s->core.serving, part);
       for (int i : f.receivers) {
         if (sender) mine[i] += h;
       }
@@ -128,21 +128,21 @@ bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
 
 Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   *next_version = 0;
-  if (!s->journal) return Status::ok();
+  if (!s->core.journal) return Status::ok();
   uint64_t version = kNone;
   DCR_TRY(agree_on_version(s, &version));
   if (version == kNone) return Status::ok();
 
   // Every rank rebuilds its state at `version`.
-  const Topology& t = s->topology;
+  const Topology& t = s->core.topology;
   bool exists = false;
   DCR_TRY(version_exists(s, version, world, &exists));
   DCR_REQUIRE(exists, Code::not_found, "committed version " + std::to_string(version) + " has no checkpoint to rebuild from");
   const Status rebuilt = s->has_model() ? advance_source_to(s, version) : Status::ok();
-  if (rebuilt.is_ok() && t.role == Role::trainer) s->baseline.copy_from(s->current);
+  if (rebuilt.is_ok() && t.role == Role::trainer) s->core.baseline.copy_from(s->core.current);
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
   const bool restored = matches_trainers(s, t.role == Role::rollout && restore_from_snapshot(s, version), world);
-  DCR_TRY(fault_point(s->kill, t, Phase::resume, version));
+  DCR_TRY(fault_point(s->core.kill, t, Phase::resume, version));
   const bool synced_everywhere = all_true(s, t.role != Role::rollout || restored);
   int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
   MPI_Request count;
@@ -151,10 +151,10 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
 
   // Rollouts without a snapshot of this version take a full sync of it; boxes that already hold it
   // are skipped by hash, so restored rollouts write nothing.
-  s->committed = version;
+  s->core.committed = version;
   if (!synced_everywhere) {
     StepStats stats;
-    const bool vote = transfer(s, FrameKind::full, {version, version}, &s->serving, &stats);
+    const bool vote = transfer(s, FrameKind::full, {version, version}, &s->core.serving, &stats);
     DCR_REQUIRE(all_true(s, vote), Code::aborted,
                 "the full sync of version " + std::to_string(version) + " after a restart failed (see the messages above)");
   }
@@ -164,7 +164,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
     DCR_LOG(warn, "recovery", "%s: snapshot not written after the resume: %s", t.describe().c_str(),
                  snapshot.to_string().c_str());
   }
-  DCR_REQUIRE(verified(s, s->serving), Code::target_mismatch,
+  DCR_REQUIRE(verified(s, s->core.serving), Code::target_mismatch,
               "after resuming at version " + std::to_string(version) + " a rollout's bits differ from the expected model");
   DCR_TRY(all_ok(s, record_resumed(s, version), "journal after the resume"));
   DCR_TRY(repair_serving(s, version));

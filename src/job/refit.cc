@@ -19,23 +19,23 @@ void warn_if_failed(const Topology& t, const Status& status, const char* what) {
 // uses them (receivers drop what they get), so a failure is reported and the broadcast still runs.
 Status served_model_bits(RankState* s, CanonicalBits* bits, TensorBytes* out) {
   *out = s->source->bytes();
-  if (s->plan.quant == ServeQuant::none) return Status::ok();
-  DCR_TRY(served_tensors(s->plan.manifest, s->plan.served_bytes(*out), bits));
+  if (s->core.plan.quant == ServeQuant::none) return Status::ok();
+  DCR_TRY(served_tensors(s->core.plan.manifest, s->core.plan.served_bytes(*out), bits));
   *out = [bits](uint32_t id) { return (*bits)[id].data(); };
   return Status::ok();
 }
 
 double time_bcast(RankState* s) {
-  const bool root = s->bcast_comm != MPI_COMM_NULL && s->topology.role == Role::trainer;
+  const bool root = s->bcast_comm != MPI_COMM_NULL && s->core.topology.role == Role::trainer;
   CanonicalBits quantized;
   TensorBytes model;
-  if (root) warn_if_failed(s->topology, served_model_bits(s, &quantized, &model), "the MPI_Bcast comparison");
+  if (root) warn_if_failed(s->core.topology, served_model_bits(s, &quantized, &model), "the MPI_Bcast comparison");
   barrier(s, "the barrier before the MPI_Bcast comparison");
   const auto start = Clock::now();
   if (s->bcast_comm != MPI_COMM_NULL) {
     std::vector<uint8_t> scratch;
-    for (size_t i = 0; i < s->plan.manifest.tensors.size(); ++i) {
-      const uint64_t bytes = s->plan.manifest.tensors[i].nbytes();
+    for (size_t i = 0; i < s->core.plan.manifest.tensors.size(); ++i) {
+      const uint64_t bytes = s->core.plan.manifest.tensors[i].nbytes();
       uint8_t* data = root ? const_cast<uint8_t*>(model(static_cast<uint32_t>(i))) : (scratch.resize(bytes), scratch.data());
       for (uint64_t off = 0; off < bytes; off += 1u << 30) {
         MPI_Request request;
@@ -79,36 +79,36 @@ uint64_t peak_rss() {
 StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   StepRecord r;
   r.version = target;
-  r.base = s->committed;
+  r.base = s->core.committed;
   r.kind = kind == FrameKind::full ? "full" : "delta";
-  const Versions versions{s->committed, target};
-  if (s->topology.role == Role::trainer) {
+  const Versions versions{s->core.committed, target};
+  if (s->core.topology.role == Role::trainer) {
     s->touched = s->source->touched_bytes();
     s->peak_rss = peak_rss();
   }
-  if (s->journal && s->topology.role == Role::rollout) s->journal->append({JournalRecord::begin, versions.base, target, 0}, false);
-  r.contexts = s->config.contexts;
-  r.link_gbps = s->context_rule.link_gbps();
-  r.link_source = s->context_rule.link_source();
+  if (s->core.journal && s->core.topology.role == Role::rollout) s->core.journal->append({JournalRecord::begin, versions.base, target, 0}, false);
+  r.contexts = context_mode_name(s->config.contexts);
+  r.link_gbps = s->core.context_rule.link_gbps();
+  r.link_source = s->core.context_rule.link_source();
   barrier(s, "the barrier before a step");
   const auto start = Clock::now();
   StepStats stats;
-  const bool vote = transfer(s, kind, versions, &s->serving, &stats);
+  const bool vote = transfer(s, kind, versions, &s->core.serving, &stats);
   const auto commit_start = Clock::now();
-  r.committed = s->commit(vote, versions);
+  r.committed = s->core.commit(vote, versions);
   r.commit_s = seconds_since(commit_start);
   r.seconds = seconds_since(start);
   StepStats total;
   reduce_stats(s, stats, &total);
   record_totals(total, &r);
-  if (kind == FrameKind::delta) s->context_rule.observe_apply(total.apply_s, total.changed, s->topology.trainers);
+  if (kind == FrameKind::delta) s->core.context_rule.observe_apply(total.apply_s, total.changed, s->core.topology.trainers);
   r.checked = s->config.verify ? kCheckedModelBytes : kCheckedFrameHashes;
-  r.bitexact = r.committed && s->config.verify && verified(s, s->serving);
+  r.bitexact = r.committed && s->config.verify && verified(s, s->core.serving);
   return r;
 }
 
 std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t model_bytes) {
-  const Topology& t = s.topology;
+  const Topology& t = s.core.topology;
   const std::string trainers = std::to_string(config.trainers) + " trainers (fsdp " +
                                std::to_string(config.trainers / config.train_tp) + " x tp " + std::to_string(config.train_tp) +
                                (config.train_ep > 1 ? ", experts over ep " + std::to_string(config.train_ep) : "") + ")";
@@ -117,19 +117,19 @@ std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t
   const std::string rollouts = std::to_string(t.rollouts) + " rollouts (tp " + std::to_string(config.rollout_tp) +
                                (config.rollout_ep > 1 ? ", ep " + std::to_string(config.rollout_ep) : "") +
                                (config.fuse ? ", fused qkv/gate_up" : "") +
-                               (s.plan.quant != ServeQuant::none ? std::string(", serving ") + serve_quant_name(s.plan.quant) : "") +
+                               (s.core.plan.quant != ServeQuant::none ? std::string(", serving ") + serve_quant_name(s.core.plan.quant) : "") +
                                ")";
   const std::string model = "model " +
                             (config.from_checkpoints() ? "from checkpoints" : config.init_checkpoint.empty() ? config.model : config.init_checkpoint) +
-                            " (" + std::to_string(model_bytes) + " bytes, family " + s.plan.rules.family + ")";
-  if (config.role == "publish") {
+                            " (" + std::to_string(model_bytes) + " bytes, family " + s.core.plan.rules.family + ")";
+  if (config.role == JobRole::publish) {
     return "publish to " + s.spool->describe() + ": " + trainers + ", frames cut for " + rollouts + ", " + model;
   }
-  if (config.role == "follow") {
+  if (config.role == JobRole::follow) {
     return "follow " + s.spool->describe() + " (published by " + trainers + "): " + relays + " -> " + rollouts +
-           ", transport " + config.transport + ", " + model;
+           ", transport " + std::string(data_plane_name(config.transport)) + ", " + model;
   }
-  return trainers + " -> " + relays + " -> " + rollouts + ", transport " + config.transport + ", " + model;
+  return trainers + " -> " + relays + " -> " + rollouts + ", transport " + std::string(data_plane_name(config.transport)) + ", " + model;
 }
 
 // A note when expert parallelism is asked for a model without experts ("" otherwise).
@@ -144,11 +144,11 @@ std::string describe_unused_ep(const RefitConfig& config, const RefitPlan& plan)
 }
 
 std::string describe_keys(const RankState& s) {
-  if (!s.keys) return "dcr refit: frames are NOT authenticated (no --key-file): anyone who can reach a rank or write the "
+  if (!s.core.keys) return "dcr refit: frames are NOT authenticated (no --key-file): anyone who can reach a rank or write the "
                       "spool can forge a delta";
   return std::string("dcr refit: frames sealed with ") + (s.config.encrypt ? "AES-256-GCM (encrypted)" : "HMAC-SHA-256") +
-         " under key id " + std::to_string(s.keys->sealing().id) + " of '" + s.config.key_file + "' (" +
-         std::to_string(s.keys->keys().size()) + " key(s) accepted)";
+         " under key id " + std::to_string(s.core.keys->sealing().id) + " of '" + s.config.key_file + "' (" +
+         std::to_string(s.core.keys->keys().size()) + " key(s) accepted)";
 }
 
 uint64_t piece_bytes(const RefitPlan& plan, const Holdings& h) {
@@ -159,9 +159,9 @@ uint64_t piece_bytes(const RefitPlan& plan, const Holdings& h) {
 
 // Checkpoint versions: what each trainer read of the checkpoint against its shard, and its peak RSS.
 void report_reads(RankState* s) {
-  const Topology& t = s->topology;
+  const Topology& t = s->core.topology;
   const bool trainer = t.role == Role::trainer;
-  uint64_t mine[3] = {s->touched, trainer ? piece_bytes(s->plan, s->plan.trainer_holdings[t.index]) : 0, s->peak_rss};
+  uint64_t mine[3] = {s->touched, trainer ? piece_bytes(s->core.plan, s->core.plan.trainer_holdings[t.index]) : 0, s->peak_rss};
   std::vector<uint64_t> all(t.world_rank == 0 ? 3 * static_cast<size_t>(t.world_size) : 0);
   MPI_Request request;
   MPI_Igather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, 0, s->world, &request);
@@ -184,19 +184,19 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
   const Status setup = set_up(config, world, &s);
   DCR_REQUIRE(all_true(setup.is_ok(), world), setup.is_ok() ? Code::unavailable : setup.code(),
               setup.is_ok() ? "another rank failed to set up (see its message)" : setup.message());
-  const Topology& t = s.topology;
-  report->manifest_hash = s.plan.manifest.hash();
-  report->model_bytes = s.plan.manifest.total_bytes();
+  const Topology& t = s.core.topology;
+  report->manifest_hash = s.core.plan.manifest.hash();
+  report->model_bytes = s.core.plan.manifest.total_bytes();
   report->summary = describe_job(config, s, report->model_bytes);
   if (t.world_rank == 0) {
     s.observer.note("dcr refit: " + report->summary);
     s.observer.note("dcr refit: " + t.describe_placement());
     s.observer.note(describe_keys(s));
-    if (!describe_unused_ep(config, s.plan).empty()) s.observer.note(describe_unused_ep(config, s.plan));
+    if (!describe_unused_ep(config, s.core.plan).empty()) s.observer.note(describe_unused_ep(config, s.core.plan));
   }
 
-  if (config.role != "all") {
-    const Status st = config.role == "publish" ? run_publish(&s, report) : run_follow(&s, report);
+  if (config.role != JobRole::all) {
+    const Status st = config.role == JobRole::publish ? run_publish(&s, report) : run_follow(&s, report);
     tear_down(&s);
     return st;
   }
@@ -207,8 +207,8 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     DCR_TRY(version_exists(&s, version, world, &exists));
     if (!exists) break;
     DCR_TRY(seek_everywhere(&s, version));
-    DCR_TRY(all_ok(&s, s.reload_keys(), "reading the key file"));  // a key appended since seals this version
-    if (s.spool) s.spool->set_keys(s.keys);
+    DCR_TRY(all_ok(&s, s.core.reload_keys(), "reading the key file"));  // a key appended since seals this version
+    if (s.spool) s.spool->set_keys(s.core.keys);
     if (config.from_checkpoints() && t.world_rank == 0) {
       char line[64];
       std::snprintf(line, sizeof line, "v%-3llu from ", static_cast<unsigned long long>(version));
@@ -228,7 +228,7 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     if (config.from_checkpoints()) report_reads(&s);
     DCR_REQUIRE(r.committed, Code::aborted,
                 "version " + std::to_string(version) + " was not committed: a rank refused or failed (see its message); "
-                "every rank stays on version " + std::to_string(s.committed));
+                "every rank stays on version " + std::to_string(s.core.committed));
     DCR_REQUIRE(r.bitexact || !compared_bytes(r), Code::target_mismatch,
                 "version " + std::to_string(version) + " committed but a rollout's bits differ from the expected model");
     // Snapshots and spool copies make restarts cheaper; losing one only makes a restart take a full sync.

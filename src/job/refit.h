@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dcr/core/status.h"
-#include "dcr/refit/config.h"
+#include "src/job/config.h"
 
 namespace dcr {
 

@@ -11,7 +11,7 @@
 
 #include "dcr/ckpt/hf_checkpoint.h"
 #include "dcr/model/change_model.h"
-#include "dcr/refit/config.h"
+#include "src/job/config.h"
 #include "dcr/layout/shard.h"
 
 namespace dcr {

@@ -128,7 +128,7 @@ Status parse_closed(const std::string& text, const std::string& what, std::strin
 
 }  // namespace
 
-nlohmann::json store_layout(const RefitConfig& c, const RefitPlan& plan) {
+nlohmann::json store_layout(const RefitOptions& c, const RefitPlan& plan) {
   uint64_t frames = 0;
   for (const auto& per_trainer : plan.frames) frames += per_trainer.size();
   return {{"format", "dcr-store-layout 1"},

@@ -13,6 +13,7 @@
 
 #include "dcr/auth/keyring.h"
 #include "dcr/refit/commit.h"
+#include "dcr/refit/options.h"
 #include "dcr/refit/plan.h"
 #include "dcr/spool/frame_spool.h"
 
@@ -22,7 +23,7 @@ constexpr const char* kLayoutKey = "LAYOUT";
 constexpr const char* kClosedKey = "CLOSED";
 
 // The layout options, the model's manifest hash and a hash of every planned frame (box, receivers).
-nlohmann::json store_layout(const RefitConfig& config, const RefitPlan& plan);
+nlohmann::json store_layout(const RefitOptions& options, const RefitPlan& plan);
 
 // Publisher: writes LAYOUT with a new publication id when there is none, or checks the one there
 // (another layout: invalid_argument naming the fields and the remedy, a fresh prefix; a tag that

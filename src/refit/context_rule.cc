@@ -9,20 +9,6 @@ namespace {
 constexpr double kLeastHeldS = 1e-4;
 }  // namespace
 
-Status parse_context_mode(const std::string& text, ContextMode* mode) {
-  // Exactly the three words the help lists: "1" or "yes" would read as a switch's spellings.
-  if (text == "auto") {
-    *mode = ContextMode::automatic;
-  } else if (text == "true") {
-    *mode = ContextMode::on;
-  } else if (text == "false") {
-    *mode = ContextMode::off;
-  } else {
-    return Status(Code::invalid_argument, "--contexts takes auto, true or false, not '" + text + "'");
-  }
-  return Status::ok();
-}
-
 void ContextRule::start(ContextMode mode, double given_gbps, int encode_threads) {
   mode_ = mode;
   given_ = given_gbps > 0;

@@ -13,14 +13,10 @@
 #include <string>
 
 #include "dcr/codec/encoder.h"
+#include "dcr/refit/options.h"
 #include "dcr/core/status.h"
 
 namespace dcr {
-
-enum class ContextMode { automatic, on, off };
-
-// "auto", "true" or "false", as the help lists them.
-Status parse_context_mode(const std::string& text, ContextMode* mode);
 
 class ContextRule {
  public:

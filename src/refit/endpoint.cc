@@ -31,9 +31,7 @@ Status EndpointCore::open_state() {
   DCR_TRY(reload_keys());
   if (topology.role == Role::trainer) {
     for (int i = 0; i < config.encode_threads; ++i) encoders.push_back(std::make_unique<FrameEncoder>());
-    ContextMode contexts;
-    DCR_TRY(parse_context_mode(config.contexts, &contexts));
-    context_rule.start(contexts, config.link_gbps, config.encode_threads);
+    context_rule.start(config.contexts, config.link_gbps, config.encode_threads);
     baseline = Shard(plan.manifest, plan.trainer_holdings[topology.index]);
   }
   if (config.state_dir.empty()) return Status::ok();
@@ -139,9 +137,9 @@ Status set_up_endpoint(const EndpointSpec& spec, Transport* t, Collective* c, Ro
                   ") and the collective (rank " + std::to_string(c->rank()) + " of " + std::to_string(c->size()) +
                   ") must span the same ranks");
   DCR_REQUIRE(!spec.manifest.tensors.empty(), Code::invalid_argument, "the endpoint spec has no tensors");
-  core->config = spec.job;
+  core->config = spec.options;
   if (core->config.relays < 0) core->config.relays = 1;
-  DCR_TRY(check_refit_config(core->config));
+  DCR_TRY(check_refit_options(core->config));
   core->transport = core->link = t;
   core->control = c;
   core->kill = spec.fault;

@@ -16,7 +16,7 @@
 #include "dcr/layout/shard.h"
 #include "dcr/refit/collective.h"
 #include "dcr/refit/commit.h"
-#include "dcr/refit/config.h"
+#include "dcr/refit/options.h"
 #include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
 #include "dcr/refit/roles.h"
@@ -29,7 +29,7 @@ namespace dcr {
 
 class EndpointCore {
  public:
-  RefitConfig config;
+  RefitOptions config;
   Topology topology;
   RefitPlan plan;
   Transport* transport = nullptr;  // the data plane (the caller's)

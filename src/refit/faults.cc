@@ -61,16 +61,23 @@ Status parse_frame_fault(const std::string& text, FrameFault* fault) {
   return Status::ok();
 }
 
-Status parse_kill_point(const std::string& text, const std::string& state_dir, KillPoint* point) {
+std::string frame_fault_text(const FrameFault& fault) {
+  const char* names[] = {"", "wrong-base", "corrupt", "forge", "unsealed"};
+  return fault.kind == FrameFault::none ? "" : names[fault.kind] + std::string("@") + std::to_string(fault.version);
+}
+
+Status parse_kill_point(const std::string& text, KillPoint* point) {
   *point = KillPoint{};
+  point->text = text;
   if (text.empty()) return Status::ok();
   if (text.find(',') != std::string::npos) {
     const std::vector<std::string> points = split(text, ',');
     for (size_t i = 0; i < points.size(); ++i) {
       KillPoint one;
-      DCR_TRY(parse_kill_point(points[i], state_dir, i == 0 ? point : &one));
+      DCR_TRY(parse_kill_point(points[i], i == 0 ? point : &one));
       if (i > 0) point->more.push_back(one);
     }
+    point->text = text;
     return Status::ok();
   }
   const std::vector<std::string> p = split(text, ':');
@@ -89,8 +96,14 @@ Status parse_kill_point(const std::string& text, const std::string& state_dir, K
   if (!role_ok || !phase_ok) return bad;
   point->index = static_cast<int>(index);
   point->armed = true;
-  if (!state_dir.empty()) point->marker = state_dir + "/fail-at-" + p[0] + "-" + p[1] + "-" + p[2] + "-" + p[3] + ".fired";
   return Status::ok();
+}
+
+void arm_kill_points(const std::string& state_dir, KillPoint* point) {
+  for (KillPoint& other : point->more) arm_kill_points(state_dir, &other);
+  if (!point->armed || state_dir.empty()) return;
+  point->marker = state_dir + "/fail-at-" + role_name(point->role) + "-" + std::to_string(point->index) + "-" +
+                  phase_name(point->phase) + "-" + std::to_string(point->version) + ".fired";
 }
 
 Status fault_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version) {

@@ -78,11 +78,11 @@ BoxBytes RefitPlan::served_bytes(const TensorBytes& model_bits) const {
   return dcr::served_bytes(model, manifest, served, model_bits);
 }
 
-Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan) {
+Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan* plan) {
   DCR_REQUIRE(!plan->model.tensors.empty(), Code::invalid_argument, "the plan has no tensors (no model given)");
   ModelRules model_rules;
   DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->model, &model_rules));
-  DCR_TRY(parse_serve_quant(config.serve_quant, &plan->quant));
+  plan->quant = config.serve_quant;
   ServedModel served;
   DCR_TRY(serve_model(plan->model, model_rules, plan->quant, &served));
   plan->manifest = std::move(served.manifest);

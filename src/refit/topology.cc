@@ -113,7 +113,7 @@ std::vector<int> leaf_relays(const Topology& t, int fanout) {
   return leaves;
 }
 
-void build_tree(const RefitConfig& config, const std::vector<int>& node_of_rank, Topology* t) {
+void build_tree(const RefitOptions& config, const std::vector<int>& node_of_rank, Topology* t) {
   const int k = config.fanout;
   t->relay_parent.assign(t->relays, -1);
   t->relay_children.assign(t->relays, {});
@@ -157,7 +157,7 @@ void build_tree(const RefitConfig& config, const std::vector<int>& node_of_rank,
 
 // A publisher job (--role publish) is its trainers only; the rollouts it cuts frames for are the
 // follower job's (--rollouts), with no ranks here.
-Status publisher_topology(const RefitConfig& config, Topology t, Topology* out) {
+Status publisher_topology(const RefitOptions& config, Topology t, Topology* out) {
   DCR_REQUIRE(t.world_size == config.trainers, Code::invalid_argument,
               "a --role publish job is its trainer ranks only: launch " + std::to_string(config.trainers) +
                   " ranks (--trainers), not " + std::to_string(t.world_size));
@@ -174,13 +174,13 @@ Status publisher_topology(const RefitConfig& config, Topology t, Topology* out) 
 
 }  // namespace
 
-Status make_topology_from_nodes(const RefitConfig& config, int world_rank, const std::vector<int>& node_of_rank,
+Status make_topology_from_nodes(const RefitOptions& config, int world_rank, const std::vector<int>& node_of_rank,
                                 Topology* out) {
   Topology t;
   t.world_rank = world_rank;
   t.world_size = static_cast<int>(node_of_rank.size());
-  if (config.role == "publish") return publisher_topology(config, std::move(t), out);
-  t.trainers = config.role == "follow" ? 0 : config.trainers;  // a follower job has no trainer ranks
+  if (config.role == JobRole::publish) return publisher_topology(config, std::move(t), out);
+  t.trainers = config.role == JobRole::follow ? 0 : config.trainers;  // a follower job has no trainer ranks
   const std::vector<int> relay_ranks = choose_relays(t.trainers, config.relays, node_of_rank);
   t.relays = config.relays > 0 ? config.relays : std::max(1, static_cast<int>(relay_ranks.size()));
   t.rollouts = t.world_size - t.trainers - t.relays;
@@ -218,7 +218,7 @@ std::vector<std::string> gather_host_names(MPI_Comm world, int size) {
 
 }  // namespace
 
-Status make_topology(const RefitConfig& config, MPI_Comm world, Topology* out) {
+Status make_topology(const RefitOptions& config, MPI_Comm world, Topology* out) {
   int rank = 0, size = 0;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dcr/refit/config.h"
+#include "src/job/config.h"
 #include "src/cli/refit_options.h"
 
 namespace dcr {

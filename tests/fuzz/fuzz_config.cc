@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dcr/refit/config.h"
+#include "src/job/config.h"
 #include "fuzz/fuzz_support.h"
 #include "src/cli/refit_options.h"
 

@@ -10,6 +10,14 @@ namespace {
 // A frame of 40,000 changes, 50 kB without contexts, encoded in 1 ms.
 const ContextQuestion kFrame{40000, 50e3, 1e-3};
 
+// --contexts as every caller parses it: through the options table.
+Status parse_context_mode(const std::string& text, ContextMode* mode) {
+  RefitOptions o;
+  DCR_TRY(options::set_by_name(refit_option_table(), "contexts", text, &o));
+  *mode = o.contexts;
+  return Status::ok();
+}
+
 TEST(ContextRule, ModesParseAndRefuseOthers) {
   ContextMode m;
   ASSERT_TRUE(parse_context_mode("auto", &m).is_ok());

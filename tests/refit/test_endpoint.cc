@@ -61,16 +61,16 @@ class EndpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(make_preset("tiny", &spec_.manifest).is_ok());
-    spec_.job.trainers = kTrainers;
-    spec_.job.relays = kRelays;
-    spec_.job.rollout_tp = 2;
-    spec_.job.frame_elements = 1 << 14;
-    spec_.job.window = 4;
-    spec_.job.timeout_s = 1.0;  // a silent peer (a failed rank) is given up on quickly
+    spec_.options.trainers = kTrainers;
+    spec_.options.relays = kRelays;
+    spec_.options.rollout_tp = 2;
+    spec_.options.frame_elements = 1 << 14;
+    spec_.options.window = 4;
+    spec_.options.timeout_s = 1.0;  // a silent peer (a failed rank) is given up on quickly
     dir_ = fs::path(::testing::TempDir()) / ("dcr_endpoint_" + std::to_string(::getpid()) + "_" +
                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    spec_.job.state_dir = dir_.string();
+    spec_.options.state_dir = dir_.string();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -235,8 +235,8 @@ TEST_F(EndpointTest, AShardOfTheWrongSizeIsRefusedBeforeAnythingIsSent) {
 TEST_F(EndpointTest, AnEndpointOnTheWrongRankIsRefused) {
   auto transports = make_loopback_group(1);
   auto collectives = thread_collective_group(1);
-  spec_.job.trainers = 1;
-  spec_.job.rollout_tp = 1;
+  spec_.options.trainers = 1;
+  spec_.options.rollout_tp = 1;
   std::unique_ptr<Rollout> rollout;
   const Status st = Rollout::create(spec_, transports[0].get(), collectives[0].get(), &rollout);
   EXPECT_EQ(st.code(), Code::invalid_argument);

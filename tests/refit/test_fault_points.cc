@@ -8,7 +8,8 @@ namespace {
 
 TEST(FaultPoints, KillAndStopPointsParse) {
   KillPoint p;
-  ASSERT_TRUE(parse_kill_point("rollout:2:apply:3:stop,relay:0:stream:1", "/state", &p).is_ok());
+  ASSERT_TRUE(parse_kill_point("rollout:2:apply:3:stop,relay:0:stream:1", &p).is_ok());
+  arm_kill_points("/state", &p);
   EXPECT_TRUE(p.armed);
   EXPECT_EQ(p.role, Role::rollout);
   EXPECT_EQ(p.index, 2);
@@ -25,7 +26,7 @@ TEST(FaultPoints, MalformedPointsAreRefusedWithTheirForm) {
   for (const char* bad : {"rollout:2:apply:3:halt", "rollout:2:apply", "rollout:2:apply:3:stop:x", "node:0:apply:1",
                           "rollout:-1:apply:1", "rollout:0:sleep:1"}) {
     KillPoint p;
-    const Status s = parse_kill_point(bad, "", &p);
+    const Status s = parse_kill_point(bad, &p);
     ASSERT_FALSE(s.is_ok()) << bad;
     EXPECT_NE(s.message().find("ROLE:INDEX:PHASE:VERSION[:stop]"), std::string::npos) << s.message();
   }

@@ -20,8 +20,8 @@ RefitPlan tiny() {
   return plan;
 }
 
-RefitConfig config_of(int trainers, int relays, int fanout, int rollout_tp) {
-  RefitConfig c;
+RefitOptions config_of(int trainers, int relays, int fanout, int rollout_tp) {
+  RefitOptions c;
   c.trainers = trainers;
   c.relays = relays;
   c.fanout = fanout;
@@ -124,7 +124,7 @@ TEST(Topology, ImpossibleJobsAreRefusedWithTheReason) {
 }
 
 TEST(Plan, EveryRolloutGetsEachOfItsElementsFromExactlyOneFrame) {
-  RefitConfig c = config_of(2, 1, 2, 2);
+  RefitOptions c = config_of(2, 1, 2, 2);
   Topology t;
   ASSERT_TRUE(make_topology_from_nodes(c, 0, std::vector<int>(5, 0), &t).is_ok());
   RefitPlan plan = tiny();
@@ -151,17 +151,16 @@ TEST(Plan, EveryRolloutGetsEachOfItsElementsFromExactlyOneFrame) {
 // A publisher job (trainers only) and a follower job (relays and rollouts only) plan exactly the
 // frames the one job would: the follower applies what the publisher cut, box for box.
 TEST(Plan, PublishAndFollowJobsPlanTheOneJobsFrames) {
-  RefitConfig one = config_of(2, 1, 2, 2);
+  RefitOptions one = config_of(2, 1, 2, 2);
   Topology t;
   ASSERT_TRUE(make_topology_from_nodes(one, 0, std::vector<int>(5, 0), &t).is_ok());
   RefitPlan expected = tiny();
   ASSERT_TRUE(make_plan(one, t, &expected).is_ok());
 
-  RefitConfig publish = one;
-  publish.role = "publish";
-  publish.store = "file:///tmp/x";
+  RefitOptions publish = one;
+  publish.role = JobRole::publish;
   publish.rollouts = 2;
-  ASSERT_TRUE(check_refit_config(publish).is_ok());
+  ASSERT_TRUE(check_refit_options(publish).is_ok());
   Topology p;
   ASSERT_TRUE(make_topology_from_nodes(publish, 1, std::vector<int>(2, 0), &p).is_ok());
   EXPECT_EQ(p.role, Role::trainer);
@@ -169,9 +168,8 @@ TEST(Plan, PublishAndFollowJobsPlanTheOneJobsFrames) {
   const Status wrong = make_topology_from_nodes(publish, 0, std::vector<int>(5, 0), &p);
   EXPECT_NE(wrong.message().find("trainer ranks only: launch 2 ranks"), std::string::npos) << wrong.message();
 
-  RefitConfig follow = one;
-  follow.role = "follow";
-  follow.store = "file:///tmp/x";
+  RefitOptions follow = one;
+  follow.role = JobRole::follow;
   Topology f;
   ASSERT_TRUE(make_topology_from_nodes(follow, 2, std::vector<int>(3, 0), &f).is_ok());
   EXPECT_EQ(f.role, Role::rollout);
@@ -181,45 +179,23 @@ TEST(Plan, PublishAndFollowJobsPlanTheOneJobsFrames) {
   for (const auto& [config, topology] : {std::make_pair(publish, p), std::make_pair(follow, f)}) {
     RefitPlan plan = tiny();
     ASSERT_TRUE(make_plan(config, topology, &plan).is_ok());
-    ASSERT_EQ(plan.frames.size(), expected.frames.size()) << config.role;
+    ASSERT_EQ(plan.frames.size(), expected.frames.size()) << job_role_name(config.role);
     for (size_t trainer = 0; trainer < plan.frames.size(); ++trainer) {
       ASSERT_EQ(plan.frames[trainer].size(), expected.frames[trainer].size());
       for (size_t i = 0; i < plan.frames[trainer].size(); ++i) {
         const PlannedFrame &a = plan.frames[trainer][i], &b = expected.frames[trainer][i];
         EXPECT_TRUE(a.box.tensor == b.box.tensor && a.box.row0 == b.box.row0 && a.box.rows == b.box.rows &&
                     a.box.col0 == b.box.col0 && a.box.cols == b.box.cols && a.receivers == b.receivers)
-            << config.role << " frame " << i << " of trainer " << trainer;
+            << job_role_name(config.role) << " frame " << i << " of trainer " << trainer;
       }
     }
   }
 }
 
-TEST(Plan, TwoJobRolesRefuseWhatCannotWork) {
-  RefitConfig c = config_of(2, 1, 2, 2);
-  c.role = "publish";
-  auto message = [&c] { return check_refit_config(c).message(); };
-  EXPECT_NE(message().find("needs --store URL"), std::string::npos);
-  c.store = "s3://bucket/run";
-  EXPECT_NE(message().find("needs --rollouts N"), std::string::npos);
-  c.rollouts = 3;
-  EXPECT_NE(message().find("cannot form replicas of --rollout-tp 2"), std::string::npos);
-  c.rollouts = 2;
-  c.state_dir = "/tmp/state";
-  EXPECT_NE(message().find("keeps its progress in the store"), std::string::npos);
-  c.state_dir.clear();
-  c.spool_dir = "/tmp/spool";
-  EXPECT_NE(message().find("--spool-dir is the one-job spool"), std::string::npos);
-  c.spool_dir.clear();
-  c.role = "relay";
-  EXPECT_NE(message().find("--role 'relay' is not all, publish or follow"), std::string::npos);
-  c.role = "follow";
-  EXPECT_TRUE(check_refit_config(c).is_ok());
-}
-
 // Boxes under --bundle-below elements with the same receivers and dtype share bundle frames; every
 // box of the plain plan is in exactly one frame of the bundled plan, with its receivers.
 TEST(Plan, SmallBoxesShareBundlesByReceiversAndDtype) {
-  RefitConfig c = config_of(2, 1, 2, 2);
+  RefitOptions c = config_of(2, 1, 2, 2);
   Topology t;
   ASSERT_TRUE(make_topology_from_nodes(c, 0, std::vector<int>(5, 0), &t).is_ok());
   RefitPlan plain = tiny(), bundled = tiny();

@@ -23,7 +23,7 @@
 #include "dcr/layout/shard.h"
 #include "dcr/refit/collective.h"
 #include "dcr/refit/commit.h"
-#include "dcr/refit/config.h"
+#include "dcr/refit/options.h"
 #include "dcr/refit/faults.h"
 #include "dcr/refit/roles.h"
 #include "dcr/transport/transport.h"
@@ -32,10 +32,9 @@ namespace dcr {
 
 // What every endpoint of one job is given alike.
 struct EndpointSpec {
-  // The job's shape and knobs: trainers, train_tp, train_ep, relays (-1: one), fanout, rollout_tp,
-  // rollout_ep, fuse, model_family, frame_elements, window, encode_threads, timeout_s and
-  // state_dir (journals, for durable votes and commits; empty: none). The rest is the harness's.
-  RefitConfig job;
+  // The job's shape and knobs (dcr/refit/options.h); relays -1 means one. state_dir: journals, for
+  // durable votes and commits (empty: none).
+  RefitOptions options;
   Manifest manifest;            // the canonical tensors (checkpoint names, dtypes, shapes)
   nlohmann::json model_config;  // the checkpoint's config.json for the family rules (null: none)
   Keyring keys;                 // the job keys when job.key_file is empty (none: frames unauthenticated)

@@ -40,7 +40,8 @@ struct KillPoint {
   int index = 0;
   Phase phase = Phase::encode;
   uint64_t version = 0;
-  std::string marker;  // file that records the kill happened (empty: no state directory)
+  std::string text;    // as given (--fail-at), for messages and round trips
+  std::string marker;  // file that records the kill happened (empty: no state directory; arm_kill_points)
   bool fail = false;   // return an error (once) instead of killing the process
   bool stop = false;   // SIGSTOP instead of SIGKILL (":stop")
   mutable bool fired = false;
@@ -48,7 +49,10 @@ struct KillPoint {
 };
 
 Status parse_frame_fault(const std::string& text, FrameFault* fault);
-Status parse_kill_point(const std::string& text, const std::string& state_dir, KillPoint* point);
+std::string frame_fault_text(const FrameFault& fault);  // "corrupt@3", "" for none
+Status parse_kill_point(const std::string& text, KillPoint* point);
+// With a state directory each point fires once: its marker file there remembers it.
+void arm_kill_points(const std::string& state_dir, KillPoint* point);
 
 // If `point` names this rank, phase and version (and has not fired before): kills this process, or
 // with `fail` returns Code::aborted naming the injected failure. Otherwise ok.

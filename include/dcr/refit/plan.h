@@ -13,7 +13,7 @@
 #include "dcr/layout/model_rules.h"
 #include "dcr/layout/piece.h"
 #include "dcr/layout/serve_quant.h"
-#include "dcr/refit/config.h"
+#include "dcr/refit/options.h"
 #include "dcr/refit/topology.h"
 
 namespace dcr {
@@ -57,6 +57,6 @@ struct RefitPlan {
 // presets' family), the served model (--serve-quant), then every holding and frame. The caller has
 // put a checkpoint's, a preset's or its own manifest (`model`) and config.json (if any) in *plan;
 // invalid_argument when `model` is empty.
-Status make_plan(const RefitConfig& config, const Topology& topology, RefitPlan* plan);
+Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan* plan);
 
 }  // namespace dcr

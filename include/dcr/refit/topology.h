@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dcr/core/status.h"
-#include "dcr/refit/config.h"
+#include "dcr/refit/options.h"
 
 namespace dcr {
 
@@ -49,10 +49,10 @@ struct Topology {
 
 // Builds the topology of `world` (collective: gathers node ids and host names). Errors name what
 // does not fit.
-Status make_topology(const RefitConfig& config, MPI_Comm world, Topology* out);
+Status make_topology(const RefitOptions& config, MPI_Comm world, Topology* out);
 
 // The same from node ids of every world rank (no MPI), for unit tests.
-Status make_topology_from_nodes(const RefitConfig& config, int world_rank, const std::vector<int>& node_of_rank,
+Status make_topology_from_nodes(const RefitOptions& config, int world_rank, const std::vector<int>& node_of_rank,
                                 Topology* out);
 
 }  // namespace dcr

@@ -1,0 +1,109 @@
+#include "dcr/refit/options.h"
+
+#include <limits>
+
+namespace dcr {
+namespace {
+
+using O = RefitOptions;
+constexpr long long kInt = std::numeric_limits<int>::max();
+constexpr long long kFrames = 0xffffffffll;  // positions are 32-bit offsets in a frame's box
+
+// The trainer -> relay rate: 0 (measured) or a rate, never NaN or so slow that a frame outlasts
+// --timeout and the job would blame its peers.
+Option<O> link_option() {
+  Option<O> o = options::number<O>("link-gbps", &O::link_gbps, 0, 1e6, false, "Gbit/s",
+                                   "emulated trainer -> first relay link in Gbit/s, also the rate --contexts auto "
+                                   "weighs bytes at (0: none; auto then measures the rate of each trainer's sends)");
+  o.set = [](const std::string& text, O* c) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    DCR_REQUIRE(!text.empty() && *end == '\0' && (v == 0 || (v >= 1e-3 && v <= 1e6)), Code::invalid_argument,
+                "--link-gbps " + text + " is not a rate: give 0 (no emulated link) or a number of Gbit/s in [0.001, "
+                "1e6] (below 1 Mbit/s a frame outlasts --timeout and the job would blame its peers)");
+    c->link_gbps = v;
+    return Status::ok();
+  };
+  return o;
+}
+
+std::vector<Option<O>> make_table() {
+  using namespace options;
+  return {
+      integer<O>("trainers", &O::trainers, 1, kInt, "trainer ranks"),
+      integer<O>("train-tp", &O::train_tp, 1, kInt,
+                 "tensor-parallel degree of the training layout (divides trainers; the rest is FSDP)"),
+      integer<O>("train-ep", &O::train_ep, 1, kInt, "expert-parallel degree of the training layout (divides --trainers)"),
+      integer<O>("relays", &O::relays, -1, kInt, "relay ranks (-1: one per node)"),
+      integer<O>("fanout", &O::fanout, 1, kInt, "children per relay"),
+      integer<O>("rollout-tp", &O::rollout_tp, 1, kInt, "tensor-parallel degree of the serving layout"),
+      integer<O>("rollout-ep", &O::rollout_ep, 1, kInt,
+                 "expert-parallel degree of the serving layout (divides --rollout-tp; equal to it is vLLM's expert "
+                 "parallelism)"),
+      flag<O>("fuse", &O::fuse, "fused qkv and gate_up serving buffers"),
+      choice<O, ServeQuant>("serve-quant", &O::serve_quant, {{"none", ServeQuant::none}, {"fp8-block", ServeQuant::fp8_block}},
+                            "what rollouts serve: none (the checkpoint's dtypes) or fp8-block (linear weights as float8 "
+                            "e4m3 with one fp32 weight_scale_inv per 128 x 128 block, as vLLM loads block-FP8 "
+                            "checkpoints; trainers quantize the blocks they hold and send deltas of the bytes and scales)"),
+      text<O>("model-family", &O::model_family,
+              "tensor rules: a name in configs/models (llama, qwen2, qwen3, mixtral, qwen3_moe, dcr) or a JSON path; "
+              "default: picked by config.json's model_type / architectures"),
+      integer<O>("frame-elements", &O::frame_elements, 1, kFrames, "largest frame in elements"),
+      integer<O>("bundle-below", &O::bundle_below, 0, kFrames,
+                 "boxes under this many elements with the same receivers and dtype share bundle frames of up to "
+                 "--frame-elements (one header and one set of tables for many small tensors; 0: none)"),
+      integer<O>("window", &O::window, 1, kInt, "frames each sender keeps in flight"),
+      integer<O>("encode-threads", &O::encode_threads, 1, 256,
+                 "threads each trainer encodes frames with, ahead of the frame it sends (cores per trainer rank)"),
+      choice<O, ContextMode>("contexts", &O::contexts,
+                             {{"auto", ContextMode::automatic}, {"true", ContextMode::on}, {"false", ContextMode::off}},
+                             "value packing contexts (fewer bytes, slower encode and apply): auto (where the link is "
+                             "the bottleneck), true, false"),
+      link_option(),
+      number<O>("timeout", &O::timeout_s, 0, 1e6, true, "seconds (a deadline past that overflows the clock)",
+                "seconds before a silent peer is reported dead"),
+      text<O>("state-dir", &O::state_dir,
+              "directory for durable progress (per-rank journals, rollout snapshots); running the same command again "
+              "resumes from it"),
+      text<O>("key-file", &O::key_file,
+              "job key file (dcr keygen; owner-only permissions): frames are sealed with HMAC-SHA-256 under its last "
+              "key and verified by relays and rollouts before use; it is read again before every version (key "
+              "rotation). Without it frames are unauthenticated"),
+      flag<O>("encrypt", &O::encrypt,
+              "with --key-file: seal frames with AES-256-GCM instead (payload encrypted on the wire and in the spool)"),
+  };
+}
+
+}  // namespace
+
+const char* job_role_name(JobRole role) {
+  return role == JobRole::publish ? "publish" : role == JobRole::follow ? "follow" : "all";
+}
+
+const char* context_mode_name(ContextMode mode) {
+  return mode == ContextMode::on ? "true" : mode == ContextMode::off ? "false" : "auto";
+}
+
+const std::vector<Option<RefitOptions>>& refit_option_table() {
+  static const std::vector<Option<RefitOptions>> table = make_table();
+  return table;
+}
+
+Status check_refit_options(const RefitOptions& c) {
+  // Each value through its own option again: a caller that set a field directly (a C++ caller of the
+  // library) meets the same ranges as one that typed it.
+  RefitOptions copy = c;
+  for (const Option<RefitOptions>& o : refit_option_table()) DCR_TRY(o.set(o.get(c), &copy));
+  DCR_REQUIRE(c.trainers % c.train_tp == 0, Code::invalid_argument,
+              "--train-tp " + std::to_string(c.train_tp) + " must divide --trainers " + std::to_string(c.trainers));
+  DCR_REQUIRE(c.relays == -1 || c.relays >= 1, Code::invalid_argument, "--relays must be at least 1 (or -1 for auto)");
+  DCR_REQUIRE(c.rollout_tp % c.rollout_ep == 0, Code::invalid_argument,
+              "--rollout-ep " + std::to_string(c.rollout_ep) + " must divide --rollout-tp " + std::to_string(c.rollout_tp));
+  DCR_REQUIRE(c.trainers % c.train_ep == 0, Code::invalid_argument,
+              "--train-ep " + std::to_string(c.train_ep) + " must divide --trainers " + std::to_string(c.trainers));
+  DCR_REQUIRE(!c.encrypt || !c.key_file.empty(), Code::invalid_argument,
+              "--encrypt needs --key-file (make one with: dcr keygen FILE)");
+  return Status::ok();
+}
+
+}  // namespace dcr
