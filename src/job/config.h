@@ -9,7 +9,7 @@
 
 #include "dcr/core/option_table.h"
 #include "dcr/core/status.h"
-#include "dcr/refit/faults.h"
+#include "src/job/faults.h"
 #include "dcr/refit/options.h"
 
 namespace dcr {

@@ -124,22 +124,13 @@ StepRecord follow_once(RankState* s, const Next& next) {
   r.version = versions.target;
   r.base = versions.base;
   r.kind = full ? "full" : "delta";
-  if (s->core.journal && s->core.topology.role == Role::rollout) {
-    (void)s->core.journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false);
-  }
   const bool root = s->core.topology.world_rank == 0;
   StoreFeed feed;
   if (root) feed = open_feed(s, next.entry);
-  FrameFeed read = nullptr;
-  if (root) read = [&feed](uint64_t n, Message* m) { return feed.read(n, m); };
-  barrier(s, "the barrier before a version");
-  const auto start = Clock::now();
+  StepIO io;  // the root relay reads the frames from the store instead of trainers
+  if (root) io.feed = [&feed](uint64_t n, Message* m) { return feed.read(n, m); };
   StepStats stats;
-  const bool vote = s->core.transfer(full ? FrameKind::full : FrameKind::delta, versions, &s->core.serving, &stats, read).is_ok();
-  const auto commit_start = Clock::now();
-  r.committed = s->core.commit(vote, versions);
-  r.commit_s = seconds_since(commit_start);
-  r.seconds = seconds_since(start);
+  run_version(s, full ? FrameKind::full : FrameKind::delta, versions, io, &r, &stats);
   const uint64_t published = s->core.control->broadcast(root ? feed.entry.published_us : 0, 0);
   const uint64_t now = unix_micros();
   r.lag_s = published > 0 && now > published ? (now - published) / 1e6 : 0;

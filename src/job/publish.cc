@@ -32,26 +32,33 @@ uint64_t writer_state(RankState* s) {
   return hash64(hashes.data(), hashes.size() * sizeof(uint64_t));
 }
 
-// This trainer's frames of `kind` for `versions`, put into the store as they are encoded.
-Status put_frames(RankState* s, FrameKind kind, Versions versions, uint64_t state, StepStats* stats) {
-  const uint32_t writer = static_cast<uint32_t>(s->core.topology.index);
-  FramePublisher publisher;
-  DCR_TRY(kind == FrameKind::full ? s->spool->begin_full(versions.target, writer, &publisher)
-                                  : s->spool->begin(versions.base, versions.target, writer, &publisher));
-  publisher.set_state(state);
-  const Link link{nullptr, &s->core.topology, s->config.window, s->config.timeout_s, &s->core.kill, 0, s->core.keys.get(),
-                  s->config.encrypt, &s->core.context_rule};
-  std::vector<FrameEncoder*> encoders;
-  for (const auto& e : s->core.encoders) encoders.push_back(e.get());
-  auto put = [&publisher](SharedBytes frame) { return publisher.add(*frame); };
-  DCR_TRY(encode_frames(s->core.plan, link, s->core.topology.index, kind, versions, &s->core.baseline, &s->core.current, s->core.frame_fault,
-                        encoders, stats, put));
-  const auto start = Clock::now();
-  DCR_TRY(publisher.finish());
-  stats->send_s += seconds_since(start);
-  s->core.context_rule.observe_sends(stats->wire_bytes, stats->send_s);  // the store is the link
-  return Status::ok();
-}
+// One writer's publication of one pass into the store: the sink the trainer's frames go to as they
+// are encoded, then its manifest (with this trainer's state hash).
+class StorePass {
+ public:
+  StorePass(RankState* s, FrameKind kind, Versions versions, uint64_t state) {
+    const uint32_t writer = static_cast<uint32_t>(s->core.topology.index);
+    begun_ = kind == FrameKind::full ? s->spool->begin_full(versions.target, writer, &publisher_)
+                                     : s->spool->begin(versions.base, versions.target, writer, &publisher_);
+    publisher_.set_state(state);
+  }
+  StepIO io() {
+    StepIO io;
+    io.sink = [this](SharedBytes frame) {
+      DCR_TRY(begun_);
+      return publisher_.add(*frame);
+    };
+    return io;
+  }
+  Status finish() {
+    DCR_TRY(begun_);
+    return publisher_.finish();
+  }
+
+ private:
+  FramePublisher publisher_;
+  Status begun_;
+};
 
 // Collective: trainer 0's answer (a status and a number) for everyone.
 Status from_trainer0(RankState* s, const std::function<Status(uint64_t*)>& ask, const char* what, uint64_t* value) {
@@ -143,24 +150,28 @@ StepRecord publish_once(RankState* s, uint64_t target) {
   r.contexts = context_mode_name(s->config.contexts);
   r.link_gbps = s->core.context_rule.link_gbps();
   r.link_source = s->core.context_rule.link_source();
-  barrier(s, "the barrier before a version");
-  const auto start = Clock::now();
-  StepStats delta, full;
+  // The version's pass (the delta, or the first version's full frames) is the step's; a snapshot
+  // due with a delta is a second pass, put before the vote. The store is the link; the commit
+  // among the trainers is the publisher's: the version is complete once every manifest is there.
   const uint64_t state = writer_state(s);
-  Status st = first ? Status::ok() : put_frames(s, FrameKind::delta, {s->core.committed, target}, state, &delta);
-  if (st.is_ok() && snapshot) st = put_frames(s, FrameKind::full, {target, target}, state, &full);
-  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", s->core.topology.describe().c_str(), st.to_string().c_str());
-  r.committed = r.published = all_true(s, st.is_ok());
-  r.seconds = seconds_since(start);
+  const FrameKind kind = first ? FrameKind::full : FrameKind::delta;
+  const Versions versions = first ? Versions{target, target} : Versions{s->core.committed, target};
+  StorePass pass(s, kind, versions, state);
+  StepStats delta, full;
+  StepIO io = pass.io();
+  io.before_vote = [&]() -> Status {
+    DCR_TRY(pass.finish());
+    if (first || !snapshot) return Status::ok();
+    StorePass snapshot_pass(s, FrameKind::full, {target, target}, state);
+    DCR_TRY(s->core.transfer(FrameKind::full, {target, target}, snapshot_pass.io(), &full));
+    return snapshot_pass.finish();
+  };
+  r.published = run_version(s, kind, versions, io, &r, &delta);
   StepStats delta_total, full_total;
   reduce_stats(s, delta, &delta_total);
   reduce_stats(s, full, &full_total);
-  record_totals(first ? full_total : delta_total, &r);
-  r.full_bytes = full_total.wire_bytes;
-  if (r.committed) {
-    s->core.baseline.copy_from(s->core.current);
-    s->core.committed = target;
-  }
+  record_totals(delta_total, &r);
+  r.full_bytes = first ? delta_total.wire_bytes : full_total.wire_bytes;
   return r;
 }
 

@@ -86,9 +86,9 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
   if (s->core.plan.model.tensors.empty()) DCR_TRY(make_preset(config.model, &s->core.plan.model));  // no checkpoint given
   DCR_TRY(make_plan(config, s->core.topology, &s->core.plan));
   DCR_TRY(check_serve_dir(*s));
-  s->core.frame_fault = config.fault;
-  s->core.kill = config.fail_at;
-  arm_kill_points(config.state_dir, &s->core.kill);
+  s->kill = config.fail_at;
+  arm_kill_points(config.state_dir, &s->kill);
+  s->core.hooks = kill_hooks(s->kill);
   DCR_TRY(s->core.open_state());
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   if (!config.store.empty()) {
@@ -124,6 +124,10 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     limit.peers = {t.relay_rank(0)};
     s->limited = std::make_unique<RateLimitedTransport>(s->core.transport, limit);
     s->core.link = s->limited.get();
+  }
+  if (t.role == Role::trainer && t.index == 0 && config.fault.kind != FrameFault::none) {
+    s->faulty = frame_fault_transport(s->core.link, config.fault, [s] { return s->core.keys.get(); }, config.encrypt);
+    s->core.link = s->faulty.get();
   }
   if (s->spool) {
     if (config.role == JobRole::all) s->core.keep_sent = &s->sent;
@@ -203,7 +207,21 @@ Status seek_everywhere(RankState* s, uint64_t version) {
 }
 
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats) {
-  return s->core.transfer(kind, versions, serving, stats).is_ok();
+  StepIO io;
+  io.into = serving;
+  return s->core.transfer(kind, versions, io, stats).is_ok();
+}
+
+bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& io, StepRecord* r, StepStats* stats) {
+  barrier(s, "the barrier before a version");
+  s->core.stats = StepStats{};
+  const auto start = Clock::now();
+  Status moved;
+  r->committed = s->core.run_step(kind, versions, io, &moved);
+  r->seconds = seconds_since(start);
+  r->commit_s = s->core.stats.commit_s;
+  *stats = s->core.stats;
+  return r->committed;
 }
 
 bool all_true(RankState* s, bool value) { return s->core.control->all_true(value); }

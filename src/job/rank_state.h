@@ -14,7 +14,7 @@
 #include "dcr/model/change_model.h"
 #include "dcr/model/real_weights.h"
 #include "dcr/refit/collective.h"
-#include "dcr/refit/faults.h"
+#include "src/job/faults.h"
 #include "dcr/refit/plan.h"
 #include "src/job/refit.h"
 #include "dcr/refit/roles.h"
@@ -37,6 +37,8 @@ struct RankState {
   std::unique_ptr<Collective> own_control;     // over the world communicator
   std::unique_ptr<Transport> own_transport;    // the data plane
   std::unique_ptr<Transport> limited;          // trainers: the emulated link to the root relay
+  std::unique_ptr<Transport> faulty;           // trainer 0 under --fault: its link, with the fault applied
+  KillPoint kill;                              // --fail-at: reached through the endpoint's step hooks
   std::unique_ptr<VersionSource> source;       // trainers, and rollouts that verify
   uint64_t touched = 0, peak_rss = 0;          // trainers: checkpoint bytes touched, VmHWM, at the last load
   Shard full_serving;                          // rollouts: the full-refit copy
@@ -77,6 +79,10 @@ Status seek_everywhere(RankState* s, uint64_t version);
 // One pass of frames through the tree: trainers send `kind` frames for base -> target, relays
 // forward, rollouts apply into `serving`. Returns this rank's vote.
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats);
+// Collective: one version through this rank's endpoint (EndpointCore::run_step, the one step of
+// every job), after a barrier so that its seconds time the version alone. Fills r->committed,
+// seconds and commit_s; *stats: what this rank did.
+bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& io, StepRecord* r, StepStats* stats);
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total);
 // A step's reduced statistics into its record (frames, bytes, change rate, stage times, contexts).
 void record_totals(const StepStats& total, StepRecord* r);

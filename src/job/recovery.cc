@@ -142,7 +142,7 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   if (rebuilt.is_ok() && t.role == Role::trainer) s->core.baseline.copy_from(s->core.current);
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
   const bool restored = matches_trainers(s, t.role == Role::rollout && restore_from_snapshot(s, version), world);
-  DCR_TRY(fault_point(s->core.kill, t, Phase::resume, version));
+  kill_point_at_resume(s->kill, t, version);
   const bool synced_everywhere = all_true(s, t.role != Role::rollout || restored);
   int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
   MPI_Request count;

@@ -86,18 +86,11 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
     s->touched = s->source->touched_bytes();
     s->peak_rss = peak_rss();
   }
-  if (s->core.journal && s->core.topology.role == Role::rollout) s->core.journal->append({JournalRecord::begin, versions.base, target, 0}, false);
   r.contexts = context_mode_name(s->config.contexts);
   r.link_gbps = s->core.context_rule.link_gbps();
   r.link_source = s->core.context_rule.link_source();
-  barrier(s, "the barrier before a step");
-  const auto start = Clock::now();
   StepStats stats;
-  const bool vote = transfer(s, kind, versions, &s->core.serving, &stats);
-  const auto commit_start = Clock::now();
-  r.committed = s->core.commit(vote, versions);
-  r.commit_s = seconds_since(commit_start);
-  r.seconds = seconds_since(start);
+  run_version(s, kind, versions, StepIO{}, &r, &stats);
   StepStats total;
   reduce_stats(s, stats, &total);
   record_totals(total, &r);

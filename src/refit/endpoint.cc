@@ -1,5 +1,6 @@
 #include "dcr/refit/endpoint.h"
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 
@@ -44,31 +45,49 @@ Status EndpointCore::open_state() {
 
 uint32_t EndpointCore::next_channel() { return kFirstPassChannel + static_cast<uint32_t>(passes_++ % kPassChannels); }
 
-Status EndpointCore::transfer(FrameKind kind, Versions versions, Shard* into, StepStats* out, const FrameFeed& feed) {
-  const Link pass{link,           &topology,   config.window,  config.timeout_s, &kill,
+Status EndpointCore::transfer(FrameKind kind, Versions versions, const StepIO& io, StepStats* out) {
+  const Link pass{link,           &topology,   config.window,  config.timeout_s, &hooks,
                   next_channel(), keys.get(), config.encrypt, &context_rule};
   Status st;
   switch (topology.role) {
     case Role::trainer: {
       std::vector<FrameEncoder*> encode_with;
       for (const auto& e : encoders) encode_with.push_back(e.get());
-      std::vector<SharedBytes>* sent = kind == FrameKind::delta ? keep_sent : nullptr;
+      std::vector<SharedBytes>* sent = kind == FrameKind::delta && !io.sink ? keep_sent : nullptr;
       if (sent) sent->clear();
       const StepStats before = *out;
-      st = trainer_step(plan, pass, topology.index, kind, versions, &baseline, &current, frame_fault, encode_with, out,
-                        sent);
+      st = trainer_step(plan, pass, topology.index, kind, versions, &baseline, &current, encode_with, out, sent, io.sink);
       if (st.is_ok()) context_rule.observe_sends(out->wire_bytes - before.wire_bytes, out->send_s - before.send_s);
       break;
     }
     case Role::relay:
-      st = relay_step(plan, pass, topology.index, versions.target, out, feed);
+      st = relay_step(plan, pass, topology.index, versions.target, out, io.feed);
       break;
     case Role::rollout:
-      st = rollout_step(plan, pass, topology.index, versions, kind == FrameKind::full, into, &decoder, out);
+      st = rollout_step(plan, pass, topology.index, versions, kind == FrameKind::full, io.into ? io.into : &serving,
+                        &decoder, out);
       break;
   }
   if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", topology.describe().c_str(), st.to_string().c_str());
   return st;
+}
+
+bool EndpointCore::run_step(FrameKind kind, Versions versions, const StepIO& io, Status* moved) {
+  *moved = Status::ok();
+  if (journal && topology.role == Role::rollout) {
+    *moved = journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false);
+    if (!moved->is_ok()) DCR_LOG(error, "refit", "%s: journal: %s", topology.describe().c_str(), moved->to_string().c_str());
+  }
+  const Status sent = transfer(kind, versions, io, &stats);  // every rank takes part, even one that cannot vote yes
+  if (moved->is_ok()) *moved = sent;
+  if (moved->is_ok() && io.before_vote) {
+    *moved = io.before_vote();
+    if (!moved->is_ok()) DCR_LOG(error, "refit", "%s: %s", topology.describe().c_str(), moved->to_string().c_str());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const bool decided = commit(moved->is_ok(), versions);
+  stats.commit_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return decided;
 }
 
 bool EndpointCore::commit(bool vote, Versions versions) {
@@ -81,7 +100,9 @@ bool EndpointCore::commit(bool vote, Versions versions) {
   party.durable_vote = topology.role == Role::rollout;
   party.manifest_hash = plan.manifest.hash();
   party.keys = keys.get();
-  party.before_decision = [this, versions] { return fault_point(kill, topology, Phase::commit, versions.target); };
+  party.before_decision = [this, versions] {
+    return hooks.at ? hooks.at(topology, Phase::commit, versions.target) : Status::ok();
+  };
   party.report = report;
   if (!joint_decision(party, vote, versions)) return false;
   // After a commit the journal needs only the version chain's head and the newest snapshot.
@@ -115,11 +136,8 @@ Status EndpointCore::step(uint64_t proposed, const std::function<Status(uint64_t
   }
   const bool full = committed == kNoVersion || resumed || (failed != kNoVersion && failed != target);
   const Versions versions = full ? Versions{target, target} : Versions{committed, target};
-  if (journal && topology.role == Role::rollout) {
-    DCR_TRY(journal->append({JournalRecord::begin, versions.base, target, 0}, false));
-  }
-  const Status moved = transfer(full ? FrameKind::full : FrameKind::delta, versions, &serving, &stats);
-  if (!commit(moved.is_ok(), versions)) {
+  Status moved;
+  if (!run_step(full ? FrameKind::full : FrameKind::delta, versions, StepIO{}, &moved)) {
     failed = target;
     return moved.is_ok() ? Status(Code::aborted, name + " was not committed: another rank failed (see its message)")
                          : moved.with_context(name + " was not committed");
@@ -142,7 +160,7 @@ Status set_up_endpoint(const EndpointSpec& spec, Transport* t, Collective* c, Ro
   DCR_TRY(check_refit_options(core->config));
   core->transport = core->link = t;
   core->control = c;
-  core->kill = spec.fault;
+  core->hooks = spec.hooks;
   if (!spec.keys.keys().empty()) core->keys = std::make_shared<Keyring>(spec.keys);
   // Every rank on one node: the tree is the same for all.
   DCR_TRY(make_topology_from_nodes(core->config, c->rank(), std::vector<int>(static_cast<size_t>(c->size()), 0),

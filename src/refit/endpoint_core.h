@@ -17,7 +17,6 @@
 #include "dcr/refit/collective.h"
 #include "dcr/refit/commit.h"
 #include "dcr/refit/options.h"
-#include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
 #include "dcr/refit/roles.h"
 #include "dcr/refit/topology.h"
@@ -27,6 +26,16 @@
 
 namespace dcr {
 
+// Where one step's frames come from and go to beyond the relay tree; each part optional.
+struct StepIO {
+  Shard* into = nullptr;  // rollouts: where frames apply (null: the serving shard)
+  FrameFeed feed;         // the root relay: frames from elsewhere (a store) instead of the trainers
+  FrameSink sink;         // trainers: frames to elsewhere (a store) instead of the root relay
+  // After this rank's frames moved and before it votes (a publisher's manifests, its snapshot
+  // pass): an error votes no.
+  std::function<Status()> before_vote;
+};
+
 class EndpointCore {
  public:
   RefitOptions config;
@@ -35,8 +44,7 @@ class EndpointCore {
   Transport* transport = nullptr;  // the data plane (the caller's)
   Transport* link = nullptr;       // trainers: what frames are sent on (transport, or a rate-limited view)
   Collective* control = nullptr;   // votes, decisions, versions (the caller's)
-  KillPoint kill;                  // test only: kill -9 (harness) or a failed step (endpoint tests)
-  FrameFault frame_fault;          // test only: trainer 0 sends a wrong-base or corrupt frame
+  StepHooks hooks;                 // the caller's phase points (the job's kill points, a test's failures)
   std::shared_ptr<const Keyring> keys;  // with a key file: frames are sealed, verified and opened
   std::string publication;         // two jobs joined by a store: the publication's id, which every seal binds
   std::unique_ptr<Journal> journal;  // with a state directory
@@ -59,13 +67,20 @@ class EndpointCore {
   // stale frames are never taken by a later one.
   uint32_t next_channel();
   // One pass of `kind` frames base -> target: trainers send from `current` on `link`, relays
-  // forward, rollouts apply into `into` (their serving shard, or another copy); what this rank did
-  // is added to *stats. Logs and returns this rank's error.
-  // A follower job's root relay takes the frames from `feed` (the store) instead.
-  Status transfer(FrameKind kind, Versions versions, Shard* into, StepStats* stats, const FrameFeed& feed = nullptr);
-  // The joint commit of versions.target (commit.h) with this rank's journal, fault point and journal
-  // compaction; on commit, promotes the trainer's baseline and sets `committed`. Returns the decision.
+  // forward, rollouts apply (io.into, io.feed and io.sink redirect them); what this rank did is
+  // added to *stats. Logs and returns this rank's error. No commit: a pass alone compares or repairs.
+  Status transfer(FrameKind kind, Versions versions, const StepIO& io, StepStats* stats);
+  // The joint commit of versions.target (commit.h) with this rank's journal, the commit phase point
+  // and journal compaction; on commit, promotes the trainer's baseline and sets `committed`.
+  // Returns the decision.
   bool commit(bool vote, Versions versions);
+
+  // One version through this rank: every step of every job runs here (the library's step below,
+  // and the `dcr refit` job's one-job, publish and follow steps). Rollouts record `begin` (a
+  // record that cannot be written votes no), the frames move (transfer), io.before_vote runs,
+  // this rank votes and the job commits jointly. Returns the decision; *moved: this rank's part
+  // (ok when its frames moved and before_vote passed). Adds to `stats`.
+  bool run_step(FrameKind kind, Versions versions, const StepIO& io, Status* moved);
 
   // The library's step: trainer 0 names `proposed` (kNoVersion ends the job: *closed; any step
   // after that is refused at once, without waiting for a peer), every rank

@@ -12,23 +12,17 @@
 
 namespace dcr {
 
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::encode: return "encode";
+    case Phase::stream: return "stream";
+    case Phase::apply: return "apply";
+    case Phase::commit: return "commit";
+  }
+  return "?";
+}
+
 namespace {
-
-// Flips one payload bit of a frame (a wire corruption the receiver must catch).
-void corrupt(std::vector<uint8_t>* frame) {
-  if (frame->size() > kFrameHeaderBytes) (*frame)[kFrameHeaderBytes] ^= 0x10;
-}
-
-// What an adversary without the key can send: the frame re-sealed under a random key that claims
-// the same key id (every XXH3 hash consistent), or the plain frame without a MAC.
-Status forge(const Keyring& keys, bool encrypt, bool seal_it, std::vector<uint8_t>* frame) {
-  DCR_TRY(open_frame(keys, frame));
-  if (!seal_it) return Status::ok();
-  Key fake;
-  fake.id = keys.sealing().id;
-  for (size_t i = 0; i < fake.bytes.size(); ++i) fake.bytes[i] = static_cast<uint8_t>(0x5a ^ i);
-  return seal_frame(Keyring::of({fake}), encrypt, frame);
-}
 
 // A sealed frame from a rank without a key file is refused with the reason.
 Status check_unsealed(const uint8_t* frame, size_t size) {
@@ -38,6 +32,11 @@ Status check_unsealed(const uint8_t* frame, size_t size) {
               "frame " + h.describe() + " is sealed (" + seal_name(h.seal) + ", key " + std::to_string(h.key_id) +
                   ") but this rank has no --key-file");
   return Status::ok();
+}
+
+// The caller's hook at a phase point of this step (nothing without one).
+Status reach(const Link& link, Phase phase, uint64_t target) {
+  return link.hooks && link.hooks->at ? link.hooks->at(*link.topology, phase, target) : Status::ok();
 }
 
 Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
@@ -54,8 +53,7 @@ Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
 
 namespace {
 
-// Encodes one planned frame of this trainer (with a test fault applied to its versions), sealed
-// when the job has a key.
+// Encodes one planned frame of this trainer, sealed when the job has a key.
 Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame& f, FrameKind kind, Versions versions,
                     Shard* baseline, Shard* current, FrameEncoder* encoder, std::vector<uint8_t>* frame,
                     EncodeStats* stats) {
@@ -82,32 +80,24 @@ Status encode_frame(const RefitPlan& plan, const Link& link, const PlannedFrame&
 }  // namespace
 
 Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                     Shard* baseline, Shard* current, const FrameFault& fault,
-                     const std::vector<FrameEncoder*>& encoders, StepStats* stats, const FrameSink& deliver) {
-  const bool hit = fault.kind != FrameFault::none && fault.version == versions.target && trainer == 0;
-  Versions encoded = versions;
-  if (hit && fault.kind == FrameFault::wrong_base) encoded.base = versions.base + 1000;
+                     Shard* baseline, Shard* current, const std::vector<FrameEncoder*>& encoders, StepStats* stats,
+                     const FrameSink& deliver) {
   const std::vector<PlannedFrame>& planned = plan.frames[trainer];
-  DCR_TRY(fault_point(*link.kill, *link.topology, Phase::encode, versions.target));
+  DCR_TRY(reach(link, Phase::encode, versions.target));
   // Encoders work ahead on the frames after the one being delivered (run_ordered); a frame is
   // delivered the moment it and those before it are encoded. encode_s is the time spent waiting
   // for encoders, send_s the time spent delivering.
   std::vector<std::vector<uint8_t>> frames(planned.size());
   std::vector<EncodeStats> encode_stats(planned.size());
   auto encode = [&](size_t i, int worker) {
-    return encode_frame(plan, link, planned[i], kind, encoded, baseline, current, encoders[worker], &frames[i],
+    return encode_frame(plan, link, planned[i], kind, versions, baseline, current, encoders[worker], &frames[i],
                         &encode_stats[i]);
   };
   auto ready = Clock::now();
   auto send = [&](size_t i) -> Status {
     auto start = Clock::now();
     stats->encode_s += std::chrono::duration<double>(start - ready).count();
-    if (stats->frames == planned.size() / 2) DCR_TRY(fault_point(*link.kill, *link.topology, Phase::stream, versions.target));
-    if (hit && fault.kind == FrameFault::corrupt && stats->frames == 0) corrupt(&frames[i]);
-    if (hit && link.keys && (fault.kind == FrameFault::forge || fault.kind == FrameFault::unsealed) &&
-        stats->frames == 0) {
-      DCR_TRY(forge(*link.keys, link.encrypt, fault.kind == FrameFault::forge, &frames[i]));
-    }
+    if (stats->frames == planned.size() / 2) DCR_TRY(reach(link, Phase::stream, versions.target));
     stats->frames += 1;
     stats->wire_bytes += frames[i].size();
     stats->changed += encode_stats[i].changed;
@@ -123,8 +113,9 @@ Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, Frame
 }
 
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                    Shard* baseline, Shard* current, const FrameFault& fault,
-                    const std::vector<FrameEncoder*>& encoders, StepStats* stats, std::vector<SharedBytes>* sent) {
+                    Shard* baseline, Shard* current, const std::vector<FrameEncoder*>& encoders, StepStats* stats,
+                    std::vector<SharedBytes>* sent, const FrameSink& sink) {
+  if (sink) return encode_frames(plan, link, trainer, kind, versions, baseline, current, encoders, stats, sink);
   const int root = link.topology->relay_rank(0);
   const std::string to_root = link.topology->describe() + " sending to " + link.topology->describe_rank(root);
   auto deliver = [&](SharedBytes frame) -> Status {
@@ -132,7 +123,7 @@ Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameK
     if (sent != nullptr) sent->push_back(frame);
     return link.transport->send(root, link.channel, std::move(frame)).with_context(to_root);
   };
-  DCR_TRY(encode_frames(plan, link, trainer, kind, versions, baseline, current, fault, encoders, stats, deliver));
+  DCR_TRY(encode_frames(plan, link, trainer, kind, versions, baseline, current, encoders, stats, deliver));
   const auto start = Clock::now();
   DCR_TRY(link.transport->wait_sends(link.timeout_s).with_context(to_root));
   stats->send_s += seconds_since(start);
@@ -185,7 +176,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
   const int parent = t.relay_parent[relay] < 0 ? kAnyPeer : t.relay_rank(t.relay_parent[relay]);
   const std::string sender = feed ? "the store" : parent == kAnyPeer ? t.describe_trainers() : t.describe_rank(parent);
   for (uint64_t n = 0; n < expected; ++n) {
-    if (n == expected / 2) DCR_TRY(fault_point(*link.kill, t, Phase::stream, target));
+    if (n == expected / 2) DCR_TRY(reach(link, Phase::stream, target));
     auto start = Clock::now();
     Message message;
     const Status got = feed ? feed(n, &message) : link.transport->receive(parent, link.channel, &message, link.timeout_s);
@@ -252,7 +243,7 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
   const uint64_t committed = full ? kAnyVersion : versions.base;
   Status first_error;
   for (uint64_t n = 0; n < expected; ++n) {
-    if (n == expected / 2) DCR_TRY(fault_point(*link.kill, t, Phase::apply, versions.target));
+    if (n == expected / 2) DCR_TRY(reach(link, Phase::apply, versions.target));
     auto start = Clock::now();
     Message message;
     Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);

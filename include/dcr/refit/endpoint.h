@@ -24,7 +24,6 @@
 #include "dcr/refit/collective.h"
 #include "dcr/refit/commit.h"
 #include "dcr/refit/options.h"
-#include "dcr/refit/faults.h"
 #include "dcr/refit/roles.h"
 #include "dcr/transport/transport.h"
 
@@ -38,7 +37,7 @@ struct EndpointSpec {
   Manifest manifest;            // the canonical tensors (checkpoint names, dtypes, shapes)
   nlohmann::json model_config;  // the checkpoint's config.json for the family rules (null: none)
   Keyring keys;                 // the job keys when job.key_file is empty (none: frames unauthenticated)
-  KillPoint fault;              // test only: a failure injected into one rank's step (fail = true)
+  StepHooks hooks;              // called at each phase point of every step (roles.h); tests inject failures here
 };
 
 class EndpointCore;  // the state and the step all three roles share (src/refit/endpoint.cc)

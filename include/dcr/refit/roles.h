@@ -11,7 +11,6 @@
 #include "dcr/auth/keyring.h"
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
-#include "dcr/refit/faults.h"
 #include "dcr/refit/plan.h"
 #include "dcr/layout/shard.h"
 #include "dcr/transport/transport.h"
@@ -19,6 +18,21 @@
 namespace dcr {
 
 enum class FrameKind { delta, full };
+
+// The points a step passes on each rank: a trainer starts encoding, a trainer or relay has sent or
+// forwarded half its frames, a rollout has applied half its frames, a rank is about to learn the
+// commit decision (after its vote).
+enum class Phase { encode, stream, apply, commit };
+const char* phase_name(Phase phase);
+
+struct Topology;
+
+// What a caller sets on a step from outside (the `dcr refit` job's kill points, a test's injected
+// failure): called at each phase point with the rank (its topology) and the step's target; an
+// error there fails this rank's part of the step, as a rank that stopped would. Null: nothing.
+struct StepHooks {
+  std::function<Status(const Topology& rank, Phase phase, uint64_t target)> at;
+};
 
 // What one rank did in one step; reduced over the job for the step record.
 struct StepStats {
@@ -34,6 +48,7 @@ struct StepStats {
   uint64_t sent = 0;        // follower root relay: frames read from the store; reduced: the frames trainers sent
   uint64_t context_frames = 0;   // trainer: frames sent with value packing contexts
   uint64_t declined_frames = 0;  // trainer: frames --contexts auto kept in the faster coding
+  double commit_s = 0;           // from the vote to the decision (this rank's; not reduced)
 };
 
 class ContextRule;
@@ -43,7 +58,7 @@ struct Link {
   const Topology* topology;
   int window;
   double timeout_s;
-  const KillPoint* kill;  // injected kill -9 points (test only)
+  const StepHooks* hooks;            // the caller's phase points
   uint32_t channel = 0;              // this pass's frames travel on this channel (stale ones are not taken)
   const Keyring* keys = nullptr;     // with a key file: trainers seal, relays verify, rollouts open
   bool encrypt = false;              // trainers seal with AES-256-GCM rather than HMAC-SHA-256
@@ -56,15 +71,15 @@ using FrameSink = std::function<Status(SharedBytes frame)>;
 // Encodes this trainer's planned frames (several encoders working ahead) and delivers each, in
 // plan order, the moment it and those before it are encoded; counts them in *stats.
 Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                     Shard* baseline, Shard* current, const FrameFault& fault,
-                     const std::vector<FrameEncoder*>& encoders, StepStats* stats, const FrameSink& deliver);
+                     Shard* baseline, Shard* current, const std::vector<FrameEncoder*>& encoders, StepStats* stats,
+                     const FrameSink& deliver);
 
-// Frames are encoded in waves, one frame per encoder (each on its own thread), and sent in plan
-// order as each wave completes. `sent`, when given, keeps every frame sent (for publishing to the
-// spool after the commit).
+// Encodes this trainer's frames and sends each to the root relay (or to `sink` instead), at most
+// link.window in flight. `sent`, when given, keeps every frame sent (for publishing to the spool
+// after the commit).
 Status trainer_step(const RefitPlan& plan, const Link& link, int trainer, FrameKind kind, Versions versions,
-                    Shard* baseline, Shard* current, const FrameFault& fault,
-                    const std::vector<FrameEncoder*>& encoders, StepStats* stats, std::vector<SharedBytes>* sent);
+                    Shard* baseline, Shard* current, const std::vector<FrameEncoder*>& encoders, StepStats* stats,
+                    std::vector<SharedBytes>* sent, const FrameSink& sink = nullptr);
 
 // Frame n of a pass from somewhere other than the relay's parent: a follower job's root relay
 // reads each version's frames from the store (src/refit/follow.cc).

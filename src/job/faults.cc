@@ -1,4 +1,4 @@
-#include "dcr/refit/faults.h"
+#include "src/job/faults.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,17 +10,6 @@
 #include "dcr/core/log.h"
 
 namespace dcr {
-
-const char* phase_name(Phase phase) {
-  switch (phase) {
-    case Phase::encode: return "encode";
-    case Phase::stream: return "stream";
-    case Phase::apply: return "apply";
-    case Phase::commit: return "commit";
-    case Phase::resume: return "resume";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -89,8 +78,9 @@ Status parse_kill_point(const std::string& text, KillPoint* point) {
   if (!parse_number(p[1], &index) || !parse_number(p[3], &point->version)) return bad;
   point->stop = p.size() == 5;
   const Role roles[] = {Role::trainer, Role::relay, Role::rollout};
-  const Phase phases[] = {Phase::encode, Phase::stream, Phase::apply, Phase::commit, Phase::resume};
-  bool role_ok = false, phase_ok = false;
+  const Phase phases[] = {Phase::encode, Phase::stream, Phase::apply, Phase::commit};
+  bool role_ok = false, phase_ok = p[2] == "resume";
+  point->at_resume = phase_ok;
   for (Role r : roles) role_ok |= p[0] == role_name(r) && ((point->role = r), true);
   for (Phase ph : phases) phase_ok |= p[2] == phase_name(ph) && ((point->phase = ph), true);
   if (!role_ok || !phase_ok) return bad;
@@ -103,33 +93,53 @@ void arm_kill_points(const std::string& state_dir, KillPoint* point) {
   for (KillPoint& other : point->more) arm_kill_points(state_dir, &other);
   if (!point->armed || state_dir.empty()) return;
   point->marker = state_dir + "/fail-at-" + role_name(point->role) + "-" + std::to_string(point->index) + "-" +
-                  phase_name(point->phase) + "-" + std::to_string(point->version) + ".fired";
+                  (point->at_resume ? "resume" : phase_name(point->phase)) + "-" + std::to_string(point->version) +
+                  ".fired";
 }
 
-Status fault_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version) {
-  for (const KillPoint& other : point.more) DCR_TRY(fault_point(other, topology, phase, version));
-  if (!point.armed || point.fired || point.role != topology.role || point.index != topology.index ||
-      point.phase != phase || point.version != version) {
-    return Status::ok();
-  }
-  if (point.fail) {
-    point.fired = true;
-    return Status(Code::aborted, topology.describe() + ": injected failure in phase " + phase_name(phase) +
-                                     " of version " + std::to_string(version));
-  }
+namespace {
+
+bool names(const KillPoint& point, const Topology& t, bool at_resume, Phase phase, uint64_t version) {
+  return point.armed && point.role == t.role && point.index == t.index && point.version == version &&
+         point.at_resume == at_resume && (at_resume || point.phase == phase);
+}
+
+// Kills (or stops) this process at `point` unless a marker says it fired in an earlier run.
+void fire(const KillPoint& point, const Topology& t, const char* where, uint64_t version) {
   if (!point.marker.empty()) {
-    if (::access(point.marker.c_str(), F_OK) == 0) return Status::ok();  // fired in an earlier run
+    if (::access(point.marker.c_str(), F_OK) == 0) return;  // fired in an earlier run
     const int fd = ::open(point.marker.c_str(), O_WRONLY | O_CREAT, 0644);
     if (fd >= 0) {
       ::fsync(fd);
       ::close(fd);
     }
   }
-  DCR_LOG(error, "refit", "%s: injected %s in phase %s of version %llu", topology.describe().c_str(),
-          point.stop ? "stop (SIGSTOP)" : "kill -9", phase_name(phase), static_cast<unsigned long long>(version));
+  DCR_LOG(error, "refit", "%s: injected %s in phase %s of version %llu", t.describe().c_str(),
+          point.stop ? "stop (SIGSTOP)" : "kill -9", where, static_cast<unsigned long long>(version));
   std::fflush(stderr);
-  std::raise(point.stop ? SIGSTOP : SIGKILL);
-  return Status::ok();  // only after a stop: continued with SIGCONT
+  std::raise(point.stop ? SIGSTOP : SIGKILL);  // only a stop returns, after SIGCONT
+}
+
+}  // namespace
+
+void kill_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version) {
+  for (const KillPoint& other : point.more) kill_point(other, topology, phase, version);
+  if (names(point, topology, false, phase, version)) fire(point, topology, phase_name(phase), version);
+}
+
+void kill_point_at_resume(const KillPoint& point, const Topology& topology, uint64_t version) {
+  for (const KillPoint& other : point.more) kill_point_at_resume(other, topology, version);
+  if (names(point, topology, true, Phase::encode, version)) fire(point, topology, "resume", version);
+}
+
+StepHooks kill_hooks(const KillPoint& point) {
+  StepHooks hooks;
+  if (!point.armed) return hooks;
+  hooks.at = [&point](const Topology& rank, Phase phase, uint64_t target) {
+    kill_point(point, rank, phase, target);
+    return Status::ok();
+  };
+  return hooks;
 }
 
 }  // namespace dcr

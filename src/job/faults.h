@@ -1,6 +1,8 @@
-// Deterministic fault injection for the fault tests (never set in production runs):
-//  --fault wrong-base@V | corrupt@V        trainer 0 sends a delta naming a wrong base, or flips a
-//                                          payload bit of its first frame, for version V;
+// Deterministic fault injection for the fault tests (never set in production runs), all from
+// outside the library: kill points ride the library's step hooks (StepHooks), frame faults a
+// decorator of the trainer's transport.
+//  --fault wrong-base@V | corrupt@V        trainer 0 sends deltas naming a wrong base, or flips a
+//                                          payload bit of its first frame of each pass, for version V;
 //  --fault forge@V | unsealed@V            (with a key file) trainer 0 sends its first frame of V
 //                                          sealed under a forged key of the same id (its XXH3 hashes
 //                                          all consistent), or without a MAC;
@@ -13,21 +15,21 @@
 //  --fail-at ROLE:INDEX:PHASE:V:stop       that rank stops itself (SIGSTOP) there instead, so that a
 //                                          harness can kill its whole node at that point (the
 //                                          cluster tests); SIGCONT lets it go on.
-// Endpoint tests on threads use the same points with `fail` set: the rank's step returns an error
-// there instead (once), as a rank that stopped would leave it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "dcr/auth/keyring.h"
 #include "dcr/core/status.h"
+#include "dcr/refit/roles.h"
 #include "dcr/refit/topology.h"
+#include "dcr/transport/transport.h"
 
 namespace dcr {
-
-enum class Phase { encode, stream, apply, commit, resume };
-const char* phase_name(Phase phase);
 
 struct FrameFault {
   enum Kind { none, wrong_base, corrupt, forge, unsealed } kind = none;
@@ -38,13 +40,12 @@ struct KillPoint {
   bool armed = false;
   Role role = Role::trainer;
   int index = 0;
-  Phase phase = Phase::encode;
+  Phase phase = Phase::encode;  // a step's phase point, unless at_resume
+  bool at_resume = false;       // while the job resumes at `version` (src/job/recovery.cc)
   uint64_t version = 0;
   std::string text;    // as given (--fail-at), for messages and round trips
   std::string marker;  // file that records the kill happened (empty: no state directory; arm_kill_points)
-  bool fail = false;   // return an error (once) instead of killing the process
   bool stop = false;   // SIGSTOP instead of SIGKILL (":stop")
-  mutable bool fired = false;
   std::vector<KillPoint> more;  // further points of the same --fail-at
 };
 
@@ -54,8 +55,17 @@ Status parse_kill_point(const std::string& text, KillPoint* point);
 // With a state directory each point fires once: its marker file there remembers it.
 void arm_kill_points(const std::string& state_dir, KillPoint* point);
 
-// If `point` names this rank, phase and version (and has not fired before): kills this process, or
-// with `fail` returns Code::aborted naming the injected failure. Otherwise ok.
-Status fault_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version);
+// If `point` names this rank, phase (or the resume) and version, and has not fired in an earlier
+// run: kills this process (or stops it). Otherwise returns.
+void kill_point(const KillPoint& point, const Topology& topology, Phase phase, uint64_t version);
+void kill_point_at_resume(const KillPoint& point, const Topology& topology, uint64_t version);
+// The step hooks that reach `point` (which must outlive them).
+StepHooks kill_hooks(const KillPoint& point);
+
+// Trainer 0's link with `fault` applied to the frames of its version as they are sent; `keys` (the
+// job's keys, read again each version) opens and reseals a sealed frame. Wraps `inner`, which must
+// outlive it.
+std::unique_ptr<Transport> frame_fault_transport(Transport* inner, FrameFault fault,
+                                                 std::function<const Keyring*()> keys, bool encrypt);
 
 }  // namespace dcr

@@ -1,7 +1,7 @@
 // The test-only --fail-at points the fault and cluster tests are built on.
 #include <gtest/gtest.h>
 
-#include "dcr/refit/faults.h"
+#include "src/job/faults.h"
 
 namespace dcr {
 namespace {
