@@ -92,7 +92,10 @@ int run_refit_command(int argc, char** argv) {
     std::fflush(stdout);
   };
   observer.step = print_step;
-  s = run_refit(config, MPI_COMM_WORLD, &report, observer);
+  {
+    const MpiWorld mpi(config, MPI_COMM_WORLD);
+    s = run_refit(config, mpi.world, &report, observer);
+  }
   if (rank == 0) {
     if (!s.is_ok()) std::fprintf(stderr, "dcr refit: %s\n", s.to_string().c_str());
     Status out;

@@ -148,7 +148,7 @@ Status after_commit(RankState* s, StepRecord* r) {
   r->checked = s->config.verify ? kCheckedModelBytes : kCheckedFrameHashes;
   if (s->config.verify) {
     bool exists = false;
-    DCR_TRY(version_exists(s, r->version, s->world, &exists));
+    DCR_TRY(version_exists(s, r->version, &exists));
     DCR_REQUIRE(exists, Code::not_found,
                 "--verify: this job has no expected model of version " + std::to_string(r->version) +
                     " to check against (--checkpoints, or the change model's --steps)");

@@ -178,14 +178,12 @@ StepRecord publish_once(RankState* s, uint64_t target) {
 // Trainer 0's lease, checked before each version: a publisher whose lease was taken stops.
 Status lease_held(RankState* s) { return s->lease ? s->lease->check() : Status::ok(); }
 
-}  // namespace
-
-Status run_publish(RankState* s, RefitReport* report) {
-  DCR_TRY(resume_from_store(s));
-  uint64_t last = s->core.committed;
+// Every version the source has, each put into the store; *last: the newest put.
+Status publish_versions(RankState* s, RefitReport* report, uint64_t* last) {
+  *last = s->core.committed;
   for (uint64_t version = s->core.committed == kNoVersion ? 0 : s->core.committed + 1;; ++version) {
     bool exists = false;
-    DCR_TRY(version_exists(s, version, s->world, &exists));
+    DCR_TRY(version_exists(s, version, &exists));
     if (!exists) break;
     DCR_TRY(all_ok(s, lease_held(s), "the publisher lease"));
     DCR_TRY(seek_everywhere(s, version));
@@ -199,14 +197,28 @@ Status run_publish(RankState* s, RefitReport* report) {
     DCR_REQUIRE(r.committed, Code::aborted,
                 "version " + std::to_string(version) + " was not completely put into '" + s->spool->describe() +
                     "' (see the trainers' messages); it stays invisible, and a restarted publisher redoes it");
-    last = version;
+    *last = version;
     const Status pruned = prune_store(s, version);
     if (!pruned.is_ok()) DCR_LOG(warn, "refit", "pruning the store: %s", pruned.to_string().c_str());
   }
-  Status closed = Status::ok();
-  if (s->core.topology.index == 0 && last != kNoVersion) closed = put_closed(*s->spool, s->core.keys.get(), last);
-  if (closed.is_ok() && s->lease) closed = s->lease->release();
-  return all_ok(s, closed, "closing the publication");
+  return Status::ok();
+}
+
+}  // namespace
+
+// The lease is given back however the publisher ends (a version that failed included), so the same
+// command run again starts at once; only a publisher killed outright leaves it to go stale.
+Status run_publish(RankState* s, RefitReport* report) {
+  uint64_t last = kNoVersion;
+  Status st = resume_from_store(s);
+  if (st.is_ok()) st = publish_versions(s, report, &last);
+  if (st.is_ok()) {
+    const bool closes = s->core.topology.index == 0 && last != kNoVersion;
+    st = all_ok(s, closes ? put_closed(*s->spool, s->core.keys.get(), last) : Status::ok(), "closing the publication");
+  }
+  const Status released = s->lease ? s->lease->release() : Status::ok();
+  if (!released.is_ok()) DCR_LOG(warn, "refit", "the publisher lease: %s", released.to_string().c_str());
+  return st;
 }
 
 }  // namespace dcr

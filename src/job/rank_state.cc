@@ -29,9 +29,10 @@ Status load_pool(const RefitConfig& config, RealWeights* pool) {
 // The plan's manifest (and config.json) from the starting checkpoint, and, with `want_bits` (this
 // rank builds the change model from them), its bits: a safetensors or HDF5 file (read whole), or an
 // HF checkpoint directory (its tensors read only with want_bits).
-Status load_initial(const RefitConfig& config, MPI_Comm world, bool want_bits, RefitPlan* plan, CanonicalBits* initial) {
+Status load_initial(const RefitConfig& config, Collective& control, bool want_bits, RefitPlan* plan,
+                    CanonicalBits* initial) {
   std::string dir = config.init_checkpoint;
-  if (config.from_checkpoints()) DCR_TRY(first_checkpoint(config, world, &dir));
+  if (config.from_checkpoints()) DCR_TRY(first_checkpoint(config, control, &dir));
   if (dir.empty()) return Status::ok();
   if (!std::filesystem::is_directory(dir)) return load_checkpoint(dir, &plan->model, initial);
   std::unique_ptr<HfCheckpoint> c;
@@ -78,17 +79,29 @@ Status open_job_store(const RefitConfig& config, bool speaks, std::unique_ptr<Ob
   }
 }
 
+// The job's own phase points (--fail-at) and then the caller's.
+StepHooks both(StepHooks first, StepHooks then) {
+  if (!first.at) return then;
+  if (!then.at) return first;
+  StepHooks hooks;
+  hooks.at = [first, then](const Topology& rank, Phase phase, uint64_t target) {
+    DCR_TRY(first.at(rank, phase, target));
+    return then.at(rank, phase, target);
+  };
+  return hooks;
+}
+
 // What each rank sets up on its own (the checkpoint, plan, journal, source); it can fail on some
 // ranks only (a missing weights package, a file one node cannot read).
-Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
+Status set_up_local(const RefitConfig& config, RankState* s) {
   CanonicalBits initial;
-  DCR_TRY(load_initial(config, world, s->has_model(), &s->core.plan, &initial));
+  DCR_TRY(load_initial(config, *s->core.control, s->has_model(), &s->core.plan, &initial));
   if (s->core.plan.model.tensors.empty()) DCR_TRY(make_preset(config.model, &s->core.plan.model));  // no checkpoint given
   DCR_TRY(make_plan(config, s->core.topology, &s->core.plan));
   DCR_TRY(check_serve_dir(*s));
   s->kill = config.fail_at;
   arm_kill_points(config.state_dir, &s->kill);
-  s->core.hooks = kill_hooks(s->kill);
+  s->core.hooks = both(kill_hooks(s->kill), s->world.hooks);
   DCR_TRY(s->core.open_state());
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   if (!config.store.empty()) {
@@ -102,20 +115,20 @@ Status set_up_local(const RefitConfig& config, MPI_Comm world, RankState* s) {
 
 }  // namespace
 
-Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
+Status set_up(const RefitConfig& config, const JobWorld& world, RankState* s) {
   DCR_TRY(check_refit_config(config));  // the same verdict on every rank
+  DCR_REQUIRE(!config.compare_bcast || world.mpi != MPI_COMM_NULL, Code::invalid_argument,
+              "--compare-bcast times MPI_Bcast: it needs an MPI job (--compare-bcast false elsewhere)");
   s->config = config;
   s->core.config = config;  // the library's part of it
-  DCR_TRY(make_topology(config, world, &s->core.topology));
-  s->core.committed = 0;  // the harness counts versions from 0, the first full sync
   s->world = world;
-  s->collective_timeout_s = 2 * config.timeout_s + 30;
-  s->own_control = mpi_collective(world, s->collective_timeout_s);
-  s->core.control = s->own_control.get();
-  DCR_TRY(all_ok(s, set_up_local(config, world, s), "set-up"));
+  s->core.control = world.control;
+  DCR_TRY(make_topology(config, *world.control, &s->core.topology));
+  s->core.committed = 0;  // the harness counts versions from 0, the first full sync
+  DCR_TRY(all_ok(s, set_up_local(config, s), "set-up"));
   const Topology& t = s->core.topology;
   if (config.role != JobRole::publish) {  // a publisher job's ranks only talk to the store
-    DCR_TRY(make_transport(data_plane_name(config.transport), world, &s->own_transport));
+    DCR_TRY(world.open_data_plane(config.transport, &s->own_transport));
     s->core.transport = s->core.link = s->own_transport.get();
   }
   if (t.role == Role::trainer && config.link_gbps > 0 && config.role == JobRole::all) {
@@ -140,7 +153,7 @@ Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s) {
     if (config.compare_full) s->full_serving = Shard(s->core.plan.manifest, s->core.plan.rollout_holdings[t.index]);
   }
   const bool in_bcast = (t.role == Role::trainer && t.index == 0) || t.role == Role::rollout;
-  MPI_Comm_split(world, in_bcast ? 0 : MPI_UNDEFINED, t.world_rank, &s->bcast_comm);
+  if (config.compare_bcast) MPI_Comm_split(world.mpi, in_bcast ? 0 : MPI_UNDEFINED, t.world_rank, &s->bcast_comm);
   return Status::ok();
 }
 
@@ -148,12 +161,9 @@ Status all_ok(RankState* s, const Status& mine, const char* what) {
   if (!mine.is_ok()) {
     DCR_LOG(error, "refit", "%s: %s: %s", s->core.topology.describe().c_str(), what, mine.to_string().c_str());
   }
-  const uint64_t none = UINT64_MAX;
-  const uint64_t first = s->core.control->all_min(mine.is_ok() ? none : static_cast<uint64_t>(s->core.topology.world_rank));
-  if (first == none) return Status::ok();
-  if (!mine.is_ok()) return mine.with_context(what);
-  return Status(Code::aborted, std::string(what) + " failed on " + s->core.topology.describe_rank(static_cast<int>(first)) +
-                                   " (see its message); every rank stops");
+  const Topology& t = s->core.topology;
+  return agree(*s->core.control, mine, what,
+               [&t](int rank) { return rank < t.world_size ? t.describe_rank(rank) : "rank " + std::to_string(rank); });
 }
 
 void tear_down(RankState* s) {
@@ -174,14 +184,8 @@ Status adopt_publication(RankState* s, const std::string& on_root) {
   return Status::ok();
 }
 
-bool all_true(bool value, MPI_Comm world) {
-  int mine = value ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world);
-  return all == 1;
-}
-
-Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exists) {
-  if (s->source) return s->source->has_version(version, world, exists);
+Status version_exists(RankState* s, uint64_t version, bool* exists) {
+  if (s->source) return s->source->has_version(version, *s->core.control, exists);
   *exists = version <= static_cast<uint64_t>(s->config.steps);  // ranks without the change model
   return Status::ok();
 }
@@ -213,7 +217,7 @@ bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, S
 }
 
 bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& io, StepRecord* r, StepStats* stats) {
-  barrier(s, "the barrier before a version");
+  barrier(s);
   s->core.stats = StepStats{};
   const auto start = Clock::now();
   Status moved;
@@ -226,22 +230,16 @@ bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& 
 
 bool all_true(RankState* s, bool value) { return s->core.control->all_true(value); }
 
-void barrier(RankState* s, const char* what) {
-  MPI_Request request;
-  MPI_Ibarrier(s->world, &request);
-  wait_or_abort(&request, s->collective_timeout_s, what, s->world);
-}
+void barrier(RankState* s) { s->core.control->barrier(); }
 
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
   const uint64_t sent = s->core.topology.role == Role::trainer ? mine.frames : mine.sent;
-  uint64_t counts[7] = {mine.frames,   mine.wire_bytes,     mine.changed,        mine.elements,
-                        sent,          mine.context_frames, mine.declined_frames},
-           sums[7] = {};
-  double times[5] = {mine.encode_s, mine.send_s, mine.forward_s, mine.apply_s, mine.wait_s}, maxima[5] = {};
-  MPI_Request requests[2];  // every rank learns them: trainers' --contexts auto takes the apply time
-  MPI_Iallreduce(counts, sums, 7, MPI_UINT64_T, MPI_SUM, s->world, &requests[0]);
-  MPI_Iallreduce(times, maxima, 5, MPI_DOUBLE, MPI_MAX, s->world, &requests[1]);
-  for (MPI_Request& r : requests) wait_or_abort(&r, s->collective_timeout_s, "the step statistics", s->world);
+  // Every rank learns them: trainers' --contexts auto takes the apply time.
+  std::vector<uint64_t> sums = {mine.frames, mine.wire_bytes, mine.changed,        mine.elements,
+                                sent,        mine.context_frames, mine.declined_frames};
+  std::vector<double> maxima = {mine.encode_s, mine.send_s, mine.forward_s, mine.apply_s, mine.wait_s};
+  s->core.control->all_sum(&sums);
+  s->core.control->all_max(&maxima);
   *total = StepStats{sums[0],   sums[1],   sums[2],   sums[3],   maxima[0], maxima[1], maxima[2],
                      maxima[3], maxima[4], sums[4],   sums[5],   sums[6]};
 }

@@ -34,7 +34,7 @@ namespace dcr {
 struct RankState {
   RefitConfig config;                          // what `dcr refit` was told
   EndpointCore core;                           // this rank's endpoint: topology, plan, shards, step, commit
-  std::unique_ptr<Collective> own_control;     // over the world communicator
+  JobWorld world;                              // the control plane, the data plane's factory, MPI for the bcast
   std::unique_ptr<Transport> own_transport;    // the data plane
   std::unique_ptr<Transport> limited;          // trainers: the emulated link to the root relay
   std::unique_ptr<Transport> faulty;           // trainer 0 under --fault: its link, with the fault applied
@@ -46,9 +46,7 @@ struct RankState {
   std::unique_ptr<PublisherLease> lease;       // --role publish, trainer 0: this job is the store's publisher
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   RefitObserver observer;                      // world rank 0: where progress lines and records go
-  MPI_Comm bcast_comm = MPI_COMM_NULL;         // trainer 0 + rollouts
-  MPI_Comm world = MPI_COMM_NULL;              // the job
-  double collective_timeout_s = kCollectiveTimeoutS;  // the longest any collective waits (2 x --timeout + 30 s)
+  MPI_Comm bcast_comm = MPI_COMM_NULL;         // --compare-bcast: trainer 0 + rollouts
 
   bool has_model() const {
     return core.topology.role == Role::trainer || (core.topology.role == Role::rollout && config.verify);
@@ -57,19 +55,18 @@ struct RankState {
 };
 
 // Collective. A rank that fails while setting up on its own makes every rank stop (all_ok).
-Status set_up(const RefitConfig& config, MPI_Comm world, RankState* s);
+Status set_up(const RefitConfig& config, const JobWorld& world, RankState* s);
 // Collective: whether `mine` is ok on every rank. A failing rank prints its error with its rank
 // and role; every rank then returns an error (the others name the first rank that failed), so no
 // rank waits in a collective another has left.
 Status all_ok(RankState* s, const Status& mine, const char* what);
 void tear_down(RankState* s);
 
-bool all_true(bool value, MPI_Comm world);  // before the control plane exists (set-up)
 // Collective, each waiting at most collective_timeout_s (then the job aborts: wait_or_abort).
 bool all_true(RankState* s, bool value);
-void barrier(RankState* s, const char* what);
+void barrier(RankState* s);
 // Collective: whether version v exists (see VersionSource::has_version); every rank agrees.
-Status version_exists(RankState* s, uint64_t version, MPI_Comm world, bool* exists);
+Status version_exists(RankState* s, uint64_t version, bool* exists);
 // Makes the source hold `version` (where this rank has one); trainers load it into `current` (their
 // served shard: quantized where the plan serves block FP8).
 Status advance_source_to(RankState* s, uint64_t version);
@@ -122,6 +119,6 @@ bool restore_from_snapshot(RankState* s, uint64_t version);
 // Resumes from the state directory: agrees on the committed version, rebuilds every rank's state
 // at it (trainers from the model, rollouts from their snapshot or a full sync), and returns the
 // next version to refit (0 when there is nothing to resume).
-Status recover(RankState* s, MPI_Comm world, uint64_t* next_version);
+Status recover(RankState* s, uint64_t* next_version);
 
 }  // namespace dcr

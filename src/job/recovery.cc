@@ -97,9 +97,9 @@ uint64_t box_hash(Shard* shard, const Box& box) {
 // Collective: whether this rollout's restored buffers hold the version the trainers rebuilt.
 // A snapshot swapped with another rollout's, left by a run with another seed, or caught up over
 // a spool that lost a frame fails here, with or without --verify.
-bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
+bool matches_trainers(RankState* s, bool restored) {
   const Topology& t = s->core.topology;
-  std::vector<uint64_t> mine(t.rollouts, 0), expected(t.rollouts, 0);
+  std::vector<uint64_t> mine(t.rollouts, 0);
   for (size_t trainer = 0; trainer < s->core.plan.frames.size(); ++trainer) {
     for (const PlannedFrame& f : s->core.plan.frames[trainer]) {
       const bool sender = t.role == Role::trainer && t.index == static_cast<int>(trainer);
@@ -114,11 +114,9 @@ bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
       if (receiver) mine[t.index] -= h;  // the trainers' sums minus this rollout's: zero when equal
     }
   }
-  MPI_Request request;
-  MPI_Iallreduce(mine.data(), expected.data(), t.rollouts, MPI_UINT64_T, MPI_SUM, s->world, &request);
-  wait_or_abort(&request, s->collective_timeout_s, "the box-hash check of the resume", s->world);
+  s->core.control->all_sum(&mine);  // now each rollout's difference from the trainers
   if (t.role != Role::rollout || !restored) return restored;
-  if (expected[t.index] == 0) return true;
+  if (mine[t.index] == 0) return true;
   DCR_LOG(warn, "recovery", "%s: the restored state is not the version the trainers rebuilt (box hashes differ); "
           "discarding it and taking a full sync", t.describe().c_str());
   return false;
@@ -126,7 +124,7 @@ bool matches_trainers(RankState* s, bool restored, MPI_Comm world) {
 
 }  // namespace
 
-Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
+Status recover(RankState* s, uint64_t* next_version) {
   *next_version = 0;
   if (!s->core.journal) return Status::ok();
   uint64_t version = kNone;
@@ -136,18 +134,17 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   // Every rank rebuilds its state at `version`.
   const Topology& t = s->core.topology;
   bool exists = false;
-  DCR_TRY(version_exists(s, version, world, &exists));
+  DCR_TRY(version_exists(s, version, &exists));
   DCR_REQUIRE(exists, Code::not_found, "committed version " + std::to_string(version) + " has no checkpoint to rebuild from");
   const Status rebuilt = s->has_model() ? advance_source_to(s, version) : Status::ok();
   if (rebuilt.is_ok() && t.role == Role::trainer) s->core.baseline.copy_from(s->core.current);
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
-  const bool restored = matches_trainers(s, t.role == Role::rollout && restore_from_snapshot(s, version), world);
+  const bool restored = matches_trainers(s, t.role == Role::rollout && restore_from_snapshot(s, version));
   kill_point_at_resume(s->kill, t, version);
   const bool synced_everywhere = all_true(s, t.role != Role::rollout || restored);
-  int missing = t.role == Role::rollout && !restored ? 1 : 0, rollouts_missing = 0;
-  MPI_Request count;
-  MPI_Ireduce(&missing, &rollouts_missing, 1, MPI_INT, MPI_SUM, 0, s->world, &count);
-  wait_or_abort(&count, s->collective_timeout_s, "counting the rollouts to re-sync", s->world);
+  std::vector<uint64_t> missing = {t.role == Role::rollout && !restored ? 1u : 0u};
+  s->core.control->all_sum(&missing);
+  const uint64_t rollouts_missing = missing[0];
 
   // Rollouts without a snapshot of this version take a full sync of it; boxes that already hold it
   // are skipped by hash, so restored rollouts write nothing.
@@ -170,9 +167,9 @@ Status recover(RankState* s, MPI_Comm world, uint64_t* next_version) {
   DCR_TRY(repair_serving(s, version));
   if (t.world_rank == 0) {
     char line[512];
-    std::snprintf(line, sizeof line, "dcr refit: resumed at committed version %llu from '%s' (%d rollout(s) re-synced, "
+    std::snprintf(line, sizeof line, "dcr refit: resumed at committed version %llu from '%s' (%llu rollout(s) re-synced, "
                   "the rest restored from their snapshots)",
-                  static_cast<unsigned long long>(version), s->config.state_dir.c_str(), rollouts_missing);
+                  static_cast<unsigned long long>(version), s->config.state_dir.c_str(), static_cast<unsigned long long>(rollouts_missing));
     s->observer.note(line);
   }
   *next_version = version + 1;

@@ -30,7 +30,7 @@ double time_bcast(RankState* s) {
   CanonicalBits quantized;
   TensorBytes model;
   if (root) warn_if_failed(s->core.topology, served_model_bits(s, &quantized, &model), "the MPI_Bcast comparison");
-  barrier(s, "the barrier before the MPI_Bcast comparison");
+  barrier(s);
   const auto start = Clock::now();
   if (s->bcast_comm != MPI_COMM_NULL) {
     std::vector<uint8_t> scratch;
@@ -41,17 +41,17 @@ double time_bcast(RankState* s) {
         MPI_Request request;
         MPI_Ibcast(data + off, static_cast<int>(std::min<uint64_t>(1u << 30, bytes - off)), MPI_BYTE, 0, s->bcast_comm,
                    &request);
-        wait_or_abort(&request, s->collective_timeout_s, "the MPI_Bcast comparison", s->bcast_comm);
+        wait_or_abort(&request, 2 * s->config.timeout_s + 30, "the MPI_Bcast comparison", s->bcast_comm);
       }
     }
   }
-  barrier(s, "the barrier after the MPI_Bcast comparison");
+  barrier(s);
   return seconds_since(start);
 }
 
 // The full refit of the current version into the rollouts' second copy, for comparison.
 double time_full(RankState* s, uint64_t version, uint64_t* full_bytes, bool* ok) {
-  barrier(s, "the barrier before the full-refit comparison");
+  barrier(s);
   const auto start = Clock::now();
   StepStats stats;
   *ok = all_true(s, transfer(s, FrameKind::full, {version, version}, &s->full_serving, &stats));
@@ -154,11 +154,12 @@ uint64_t piece_bytes(const RefitPlan& plan, const Holdings& h) {
 void report_reads(RankState* s) {
   const Topology& t = s->core.topology;
   const bool trainer = t.role == Role::trainer;
-  uint64_t mine[3] = {s->touched, trainer ? piece_bytes(s->core.plan, s->core.plan.trainer_holdings[t.index]) : 0, s->peak_rss};
-  std::vector<uint64_t> all(t.world_rank == 0 ? 3 * static_cast<size_t>(t.world_size) : 0);
-  MPI_Request request;
-  MPI_Igather(mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, 0, s->world, &request);
-  wait_or_abort(&request, s->collective_timeout_s, "the checkpoint-read report", s->world);
+  // Each rank's three numbers in a vector of every rank's: summed, they are everyone's.
+  std::vector<uint64_t> all(3 * static_cast<size_t>(t.world_size), 0);
+  all[3 * t.world_rank] = s->touched;
+  all[3 * t.world_rank + 1] = trainer ? piece_bytes(s->core.plan, s->core.plan.trainer_holdings[t.index]) : 0;
+  all[3 * t.world_rank + 2] = s->peak_rss;
+  s->core.control->all_sum(&all);
   if (t.world_rank != 0) return;
   std::string line = "      checkpoint read per trainer (touched / shard MB, peak RSS MB):";
   for (int r = 0; r < t.trainers; ++r) {
@@ -171,12 +172,19 @@ void report_reads(RankState* s) {
 
 }  // namespace
 
-Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report, const RefitObserver& observer) {
+MpiWorld::MpiWorld(const RefitConfig& config, MPI_Comm comm)
+    : control(mpi_collective(comm, 2 * config.timeout_s + 30)) {
+  world.control = control.get();
+  world.open_data_plane = [comm](DataPlane plane, std::unique_ptr<Transport>* out) {
+    return make_transport(data_plane_name(plane), comm, out);
+  };
+  world.mpi = comm;
+}
+
+Status run_refit(const RefitConfig& config, const JobWorld& world, RefitReport* report, const RefitObserver& observer) {
   RankState s;
   s.observer = observer;
-  const Status setup = set_up(config, world, &s);
-  DCR_REQUIRE(all_true(setup.is_ok(), world), setup.is_ok() ? Code::unavailable : setup.code(),
-              setup.is_ok() ? "another rank failed to set up (see its message)" : setup.message());
+  DCR_TRY(all_ok(&s, set_up(config, world, &s), "set-up"));
   const Topology& t = s.core.topology;
   report->manifest_hash = s.core.plan.manifest.hash();
   report->model_bytes = s.core.plan.manifest.total_bytes();
@@ -194,10 +202,10 @@ Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report,
     return st;
   }
   uint64_t first = 0;
-  DCR_TRY(recover(&s, world, &first));
+  DCR_TRY(recover(&s, &first));
   for (uint64_t version = first;; ++version) {
     bool exists = false;
-    DCR_TRY(version_exists(&s, version, world, &exists));
+    DCR_TRY(version_exists(&s, version, &exists));
     if (!exists) break;
     DCR_TRY(seek_everywhere(&s, version));
     DCR_TRY(all_ok(&s, s.core.reload_keys(), "reading the key file"));  // a key appended since seals this version

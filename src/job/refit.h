@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "dcr/core/status.h"
+#include "dcr/refit/collective.h"
+#include "dcr/refit/roles.h"
+#include "dcr/transport/transport.h"
 #include "src/job/config.h"
 
 namespace dcr {
@@ -60,8 +63,28 @@ struct RefitObserver {
   std::function<void(const StepRecord&)> step = [](const StepRecord&) {};
 };
 
+// The ranks of one job and how they talk: the control plane (votes, decisions, the job's
+// agreement) and its data plane; MPI in `dcr refit` (mpi_world), threads and loopback queues in
+// the tests.
+struct JobWorld {
+  Collective* control = nullptr;
+  // Opens this rank's data plane (collective over the job; a publisher job opens none).
+  std::function<Status(DataPlane plane, std::unique_ptr<Transport>* out)> open_data_plane;
+  MPI_Comm mpi = MPI_COMM_NULL;  // the --compare-bcast comparison's communicator (null: refused)
+  StepHooks hooks;               // a caller's own phase points, beside --fail-at's (tests inject failures here)
+};
+
+// The MPI world of `dcr refit` over `comm`: a control plane whose collectives each wait at most
+// 2 x --timeout + 30 s (then the job aborts, naming what hung), UCX or MPI for data.
+struct MpiWorld {
+  MpiWorld(const RefitConfig& config, MPI_Comm comm);
+  std::unique_ptr<Collective> control;
+  JobWorld world;
+};
+
 // Runs the job on `world` (collective). Rank 0 fills `report`. Fails if any step did not commit.
-Status run_refit(const RefitConfig& config, MPI_Comm world, RefitReport* report, const RefitObserver& observer = {});
+Status run_refit(const RefitConfig& config, const JobWorld& world, RefitReport* report,
+                 const RefitObserver& observer = {});
 
 double speedup(const StepRecord& r);  // full_seconds / seconds (0 without a full refit)
 constexpr const char* kCheckedModelBytes = "model bytes";

@@ -19,7 +19,7 @@ class ChangeModelSource : public VersionSource {
   ChangeModelSource(const RefitConfig& config, std::unique_ptr<ChangeModel> model)
       : config_(config), model_(std::move(model)) {}
 
-  Status has_version(uint64_t v, MPI_Comm, bool* exists) override {
+  Status has_version(uint64_t v, Collective&, bool* exists) override {
     *exists = v <= static_cast<uint64_t>(config_.steps);
     return Status::ok();
   }
@@ -45,16 +45,16 @@ class ChangeModelSource : public VersionSource {
 
 // World rank 0's list (names joined by '\n'), or the error `listed` it got making it, sent to
 // every rank: each returns that error.
-Status share_list(const Status& listed, std::vector<std::string>* dirs, MPI_Comm world) {
+Status share_list(const Status& listed, std::vector<std::string>* dirs, Collective& control) {
   std::string joined;
   for (const std::string& d : *dirs) joined += d + "\n";
   if (!listed.is_ok()) joined = listed.message();
-  uint64_t head[2] = {static_cast<uint64_t>(listed.code()), joined.size()};
-  MPI_Bcast(head, 2, MPI_UINT64_T, 0, world);
-  joined.resize(head[1]);
-  MPI_Bcast(joined.data(), static_cast<int>(head[1]), MPI_CHAR, 0, world);
+  const uint64_t code = control.broadcast(static_cast<uint64_t>(listed.code()), 0);
+  std::vector<uint8_t> bytes(joined.begin(), joined.end());
+  control.broadcast(&bytes, 0);
+  joined.assign(bytes.begin(), bytes.end());
   dirs->clear();
-  DCR_REQUIRE(head[0] == static_cast<uint64_t>(Code::ok), static_cast<Code>(head[0]), joined);
+  DCR_REQUIRE(code == static_cast<uint64_t>(Code::ok), static_cast<Code>(code), joined);
   for (size_t at = 0; at < joined.size();) {
     const size_t end = joined.find('\n', at);
     dirs->push_back(joined.substr(at, end - at));
@@ -124,12 +124,10 @@ class CheckpointSource : public VersionSource {
   CheckpointSource(const RefitConfig& config, const Manifest& manifest, const nlohmann::json& model_config)
       : config_(config), manifest_(manifest), model_config_(model_config) {}
 
-  Status has_version(uint64_t v, MPI_Comm world, bool* exists) override {
-    int rank = 0;
-    MPI_Comm_rank(world, &rank);
+  Status has_version(uint64_t v, Collective& control, bool* exists) override {
     if (v >= dirs_.size()) {
-      const Status listed = rank == 0 ? rank0_list(config_, v, &dirs_) : Status::ok();
-      DCR_TRY(share_list(listed, &dirs_, world));
+      const Status listed = control.rank() == 0 ? rank0_list(config_, v, &dirs_) : Status::ok();
+      DCR_TRY(share_list(listed, &dirs_, control));
     }
     *exists = v < dirs_.size();
     return Status::ok();
@@ -192,12 +190,10 @@ Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, co
   return Status::ok();
 }
 
-Status first_checkpoint(const RefitConfig& config, MPI_Comm world, std::string* dir) {
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
+Status first_checkpoint(const RefitConfig& config, Collective& control, std::string* dir) {
   std::vector<std::string> dirs;
-  const Status listed = rank == 0 ? rank0_list(config, 0, &dirs) : Status::ok();
-  DCR_TRY(share_list(listed, &dirs, world));
+  const Status listed = control.rank() == 0 ? rank0_list(config, 0, &dirs) : Status::ok();
+  DCR_TRY(share_list(listed, &dirs, control));
   DCR_REQUIRE(!dirs.empty(), Code::not_found,
               config.checkpoints.empty()
                   ? "no complete checkpoint appeared in '" + config.watch + "' within --watch-timeout (" +

@@ -3,14 +3,13 @@
 // one per version, each memory-mapped so a rank touches only the bytes of its own pieces.
 #pragma once
 
-#include <mpi.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dcr/ckpt/hf_checkpoint.h"
 #include "dcr/model/change_model.h"
+#include "dcr/refit/collective.h"
 #include "src/job/config.h"
 #include "dcr/layout/shard.h"
 
@@ -19,9 +18,9 @@ namespace dcr {
 class VersionSource {
  public:
   virtual ~VersionSource() = default;
-  // Collective over `world`: whether version v exists (the change model: v <= --steps; checkpoints:
+  // Collective over `control`: whether version v exists (the change model: v <= --steps; checkpoints:
   // listed, or with --watch appearing before the timeout). Every rank gets the same answer.
-  virtual Status has_version(uint64_t v, MPI_Comm world, bool* exists) = 0;
+  virtual Status has_version(uint64_t v, Collective& control, bool* exists) = 0;
   // Makes version v's bits readable through bytes().
   virtual Status seek(uint64_t v) = 0;
   virtual TensorBytes bytes() const = 0;
@@ -49,6 +48,6 @@ Status checkpoint_source(const RefitConfig& config, const Manifest& manifest, co
 
 // The first checkpoint of --checkpoints / --watch (rank 0 decides, every rank learns): its
 // directory, for the plan's manifest and config.json.
-Status first_checkpoint(const RefitConfig& config, MPI_Comm world, std::string* dir);
+Status first_checkpoint(const RefitConfig& config, Collective& control, std::string* dir);
 
 }  // namespace dcr

@@ -191,10 +191,7 @@ Status create_core(const EndpointSpec& spec, Transport* transport, Collective* c
   auto core = std::make_unique<EndpointCore>();
   const Status mine = set_up_endpoint(spec, transport, control, role, core.get());
   if (control == nullptr) return mine;
-  const uint64_t first = control->all_min(mine.is_ok() ? kNoVersion : static_cast<uint64_t>(control->rank()));
-  if (!mine.is_ok()) return mine;
-  DCR_REQUIRE(first == kNoVersion, Code::aborted,
-              "endpoint set-up failed on rank " + std::to_string(first) + " (see its message)");
+  DCR_TRY(agree(*control, mine, "endpoint set-up"));
   DCR_TRY(agree_on_start(core.get()));
   *out = std::move(core);
   return Status::ok();

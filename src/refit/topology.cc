@@ -1,6 +1,8 @@
 #include "dcr/refit/topology.h"
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <cstring>
 
 namespace dcr {
@@ -201,37 +203,23 @@ Status make_topology_from_nodes(const RefitOptions& config, int world_rank, cons
 
 namespace {
 
-// Every rank's host name (MPI_Get_processor_name), so that errors name where a peer runs.
-std::vector<std::string> gather_host_names(MPI_Comm world, int size) {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  MPI_Get_processor_name(name, &length);
-  std::vector<char> all(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, world);
-  std::vector<std::string> hosts(size);
-  for (int r = 0; r < size; ++r) {
-    const char* host = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
-    hosts[r].assign(host, strnlen(host, MPI_MAX_PROCESSOR_NAME));
+// Every rank's host name, so that errors name where a peer runs.
+std::vector<std::string> gather_host_names(Collective& control) {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  const std::string mine(name);
+  std::vector<std::string> hosts;
+  for (const std::vector<uint8_t>& b : control.all_gather(std::vector<uint8_t>(mine.begin(), mine.end()))) {
+    hosts.emplace_back(b.begin(), b.end());
   }
   return hosts;
 }
 
 }  // namespace
 
-Status make_topology(const RefitOptions& config, MPI_Comm world, Topology* out) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-  // Node id = the lowest world rank sharing this rank's node.
-  MPI_Comm node_comm;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
-  int node_leader = rank;
-  MPI_Allreduce(&rank, &node_leader, 1, MPI_INT, MPI_MIN, node_comm);
-  MPI_Comm_free(&node_comm);
-  std::vector<int> node_of_rank(size);
-  MPI_Allgather(&node_leader, 1, MPI_INT, node_of_rank.data(), 1, MPI_INT, world);
-  DCR_TRY(make_topology_from_nodes(config, rank, node_of_rank, out));
-  out->host_of_rank = gather_host_names(world, size);
+Status make_topology(const RefitOptions& config, Collective& control, Topology* out) {
+  DCR_TRY(make_topology_from_nodes(config, control.rank(), control.node_of_rank(), out));
+  out->host_of_rank = gather_host_names(control);
   return Status::ok();
 }
 

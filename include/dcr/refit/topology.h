@@ -6,12 +6,11 @@
 // relay on its own node (a leaf if one is there), else under the leaves round robin.
 #pragma once
 
-#include <mpi.h>
-
 #include <string>
 #include <vector>
 
 #include "dcr/core/status.h"
+#include "dcr/refit/collective.h"
 #include "dcr/refit/options.h"
 
 namespace dcr {
@@ -47,9 +46,9 @@ struct Topology {
   std::string describe_placement() const;
 };
 
-// Builds the topology of `world` (collective: gathers node ids and host names). Errors name what
-// does not fit.
-Status make_topology(const RefitOptions& config, MPI_Comm world, Topology* out);
+// Builds the topology of the job `control` spans (collective: gathers node ids and host names).
+// Errors name what does not fit.
+Status make_topology(const RefitOptions& config, Collective& control, Topology* out);
 
 // The same from node ids of every world rank (no MPI), for unit tests.
 Status make_topology_from_nodes(const RefitOptions& config, int world_rank, const std::vector<int>& node_of_rank,
