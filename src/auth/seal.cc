@@ -56,14 +56,13 @@ bool gcm(bool encrypt, const Keyring& keys, const Key& key, const uint8_t* nonce
   return ok;
 }
 
-// The sealed frame's header, with the key that sealed it.
-Status sealed_header(const Keyring& keys, const uint8_t* frame, size_t size, FrameHeader* h, const Key** key) {
-  DCR_TRY(peek_frame_header(frame, size, h));
-  DCR_REQUIRE(h->seal != Seal::none, Code::corrupt,
-              "frame " + h->describe() + " is not authenticated (no MAC) but this job has a key file: refused");
-  *key = keys.find(h->key_id);
+// The key that sealed the frame a view reads.
+Status sealing_key(const Keyring& keys, const FrameHeader& h, const Key** key) {
+  DCR_REQUIRE(h.seal != Seal::none, Code::corrupt,
+              "frame " + h.describe() + " is not authenticated (no MAC) but this job has a key file: refused");
+  *key = keys.find(h.key_id);
   DCR_REQUIRE(*key != nullptr, Code::corrupt,
-              "frame " + h->describe() + " is sealed with key id " + std::to_string(h->key_id) +
+              "frame " + h.describe() + " is sealed with key id " + std::to_string(h.key_id) +
                   ", which the key file does not hold: refused");
   return Status::ok();
 }
@@ -101,31 +100,38 @@ Status seal_frame(const Keyring& keys, bool encrypt, std::vector<uint8_t>* frame
   return Status::ok();
 }
 
-Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size) {
-  FrameHeader h;
+Status verify_frame(const Keyring& keys, const FrameView& view) {
+  const FrameHeader& h = view.header;
   const Key* key = nullptr;
-  DCR_TRY(sealed_header(keys, frame, size, &h, &key));
+  DCR_TRY(sealing_key(keys, h, &key));
   const size_t body = kFrameHeaderBytes + h.payload_bytes;
-  const uint8_t* trailer = frame + body;
+  const uint8_t* trailer = view.data + body;
   if (h.seal == Seal::hmac_sha256) {
     const Digest k = derived(keys, *key, "dcr frame hmac-sha256");
-    const Digest tag = hmac(k.data(), k.size(), frame, body);
+    const Digest tag = hmac(k.data(), k.size(), view.data, body);
     return CRYPTO_memcmp(tag.data(), trailer, kTagBytes) == 0 ? Status::ok() : forged(h);
   }
   // GCM checks its tag only while decrypting: into scratch memory, which is dropped.
   std::unique_ptr<uint8_t[]> scratch(new uint8_t[h.payload_bytes + 16]);
   uint8_t tag[kGcmTagBytes];
   std::memcpy(tag, trailer + kNonceBytes, kGcmTagBytes);
-  return gcm(false, keys, *key, trailer, frame, frame + kFrameHeaderBytes, scratch.get(), h.payload_bytes, tag) ? Status::ok()
-                                                                                                          : forged(h);
+  const bool ok = gcm(false, keys, *key, trailer, view.data, view.payload(), scratch.get(), h.payload_bytes, tag);
+  return ok ? Status::ok() : forged(h);
 }
 
-Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame) {
-  FrameHeader h;
+Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size) {
+  FrameView view;
+  DCR_TRY(view_frame(frame, size, &view));
+  return verify_frame(keys, view);
+}
+
+Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame, FrameView* view) {
+  DCR_TRY(view_frame(frame->data(), frame->size(), view));
+  FrameHeader h = view->header;
   const Key* key = nullptr;
-  DCR_TRY(sealed_header(keys, frame->data(), frame->size(), &h, &key));
+  DCR_TRY(sealing_key(keys, h, &key));
   if (h.seal == Seal::hmac_sha256) {
-    DCR_TRY(verify_frame(keys, frame->data(), frame->size()));
+    DCR_TRY(verify_frame(keys, *view));
   } else {
     uint8_t* trailer = frame->data() + kFrameHeaderBytes + h.payload_bytes;
     uint8_t* payload = frame->data() + kFrameHeaderBytes;
@@ -137,7 +143,13 @@ Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame) {
   h.key_id = 0;
   write_frame_header(h, frame->data());
   frame->resize(kFrameHeaderBytes + h.payload_bytes);
+  *view = FrameView{frame->data(), frame->size(), h, true};  // the tag covered the payload
   return Status::ok();
+}
+
+Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame) {
+  FrameView view;
+  return open_frame(keys, frame, &view);
 }
 
 namespace {

@@ -31,14 +31,15 @@ Status catch_up(RankState* s, uint64_t from, uint64_t to) {
     std::vector<std::vector<uint8_t>> frames;
     DCR_TRY(s->spool->read_version(entry.target, &frames));
     for (std::vector<uint8_t>& frame : frames) {
-      if (s->core.keys) DCR_TRY(open_frame(*s->core.keys, &frame).with_context("spool version " + std::to_string(entry.target)));
-      FrameHeader header;
-      DCR_TRY(peek_frame_header(frame.data(), frame.size(), &header));
-      const std::vector<int>* receivers = s->core.plan.receivers_of(header.box);
-      DCR_REQUIRE(receivers != nullptr, Code::corrupt, "spool frame for " + header.box.describe() + " matches no planned frame");
+      FrameView view;
+      const Status read = s->core.keys ? open_frame(*s->core.keys, &frame, &view) : view_frame(frame.data(), frame.size(), &view);
+      DCR_TRY(read.with_context("spool version " + std::to_string(entry.target)));
+      const std::vector<int>* receivers = s->core.plan.receivers_of(view.header.box);
+      DCR_REQUIRE(receivers != nullptr, Code::corrupt,
+                  "spool frame for " + view.header.box.describe() + " matches no planned frame");
       if (!std::binary_search(receivers->begin(), receivers->end(), s->core.topology.index)) continue;
       ApplyOutcome outcome;
-      DCR_TRY(apply_frame(frame, header, entry.base, &s->core.serving, &s->core.decoder, &outcome));
+      DCR_TRY(apply_frame(&view, entry.base, &s->core.serving, &s->core.decoder, &outcome));
     }
   }
   return Status::ok();

@@ -25,9 +25,7 @@ const char* phase_name(Phase phase) {
 namespace {
 
 // A sealed frame from a rank without a key file is refused with the reason.
-Status check_unsealed(const uint8_t* frame, size_t size) {
-  FrameHeader h;
-  DCR_TRY(peek_frame_header(frame, size, &h));
+Status check_unsealed(const FrameHeader& h) {
   DCR_REQUIRE(h.seal == Seal::none, Code::corrupt,
               "frame " + h.describe() + " is sealed (" + seal_name(h.seal) + ", key " + std::to_string(h.key_id) +
                   ") but this rank has no --key-file");
@@ -193,10 +191,10 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
       return upstream_aborted(t, message);
     }
     const std::string from = t.describe() + ": frame " + std::to_string(n + 1) + " from " + (feed ? sender : t.describe_rank(message.peer));
-    const uint8_t* bytes = message.bytes.data();
-    Status checked = link.keys ? verify_frame(*link.keys, bytes, message.bytes.size()) : check_unsealed(bytes, message.bytes.size());
-    FrameHeader header;
-    if (checked.is_ok()) checked = peek_frame_header(bytes, message.bytes.size(), &header);
+    FrameView view;  // the header read once: checked, then routed by its box
+    Status checked = view_frame(message.bytes.data(), message.bytes.size(), &view);
+    if (checked.is_ok()) checked = link.keys ? verify_frame(*link.keys, view) : check_unsealed(view.header);
+    const FrameHeader& header = view.header;
     const std::vector<int>* receivers = checked.is_ok() ? plan.receivers_of(header.box) : nullptr;
     if (checked.is_ok() && receivers == nullptr) {
       checked = Status(Code::corrupt, "frame for " + header.box.describe() + " matches no planned frame");
@@ -221,18 +219,18 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
   return Status::ok();
 }
 
-Status apply_frame(const std::vector<uint8_t>& frame, const FrameHeader& header, uint64_t committed, Shard* shard,
-                   FrameDecoder* decoder, ApplyOutcome* outcome) {
-  if (!header.is_bundle()) {
+Status apply_frame(FrameView* frame, uint64_t committed, Shard* shard, FrameDecoder* decoder, ApplyOutcome* outcome) {
+  DCR_TRY(check_payload(frame));  // once (a seal's tag already covered it)
+  if (!frame->header.is_bundle()) {
     Region dst;
-    DCR_TRY(shard->region(header.box, &dst));
-    return decoder->apply(frame.data(), frame.size(), dst, committed, outcome);
+    DCR_TRY(shard->region(frame->header.box, &dst));
+    return decoder->apply(*frame, dst, committed, outcome);
   }
   std::vector<Box> boxes;
-  DCR_TRY(decoder->bundle_boxes(frame.data(), frame.size(), &boxes));
+  DCR_TRY(decoder->bundle_boxes(*frame, &boxes));
   std::vector<Region> dsts(boxes.size());
   for (size_t i = 0; i < boxes.size(); ++i) DCR_TRY(shard->region(boxes[i], &dsts[i]));
-  return decoder->apply_bundle(frame.data(), frame.size(), dsts, committed, outcome);
+  return decoder->apply_bundle(*frame, dsts, committed, outcome);
 }
 
 Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versions versions, bool full, Shard* shard,
@@ -251,12 +249,12 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     if (message.bytes.empty()) return upstream_aborted(t, message);
     stats->wait_s += seconds_since(start);
     start = Clock::now();
-    FrameHeader header;
-    Status s = link.keys ? open_frame(*link.keys, &message.bytes) : Status::ok();
-    if (s.is_ok()) s = peek_frame_header(message.bytes.data(), message.bytes.size(), &header);
+    FrameView view;  // read once: opened (a sealed frame) or viewed, then applied
+    Status s = link.keys ? open_frame(*link.keys, &message.bytes, &view)
+                         : view_frame(message.bytes.data(), message.bytes.size(), &view);
     if (!s.is_ok()) s = s.with_context("frame " + std::to_string(n + 1) + " from " + t.describe_rank(message.peer));
     ApplyOutcome outcome;
-    if (s.is_ok()) s = apply_frame(message.bytes, header, committed, shard, decoder, &outcome);
+    if (s.is_ok()) s = apply_frame(&view, committed, shard, decoder, &outcome);
     if (!s.is_ok() && first_error.is_ok()) first_error = s;
     stats->frames += 1;
     stats->apply_s += seconds_since(start);

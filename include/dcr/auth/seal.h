@@ -18,9 +18,12 @@ namespace dcr {
 // AES-256-GCM with a random 96-bit nonce. invalid_argument for a frame already sealed or malformed.
 Status seal_frame(const Keyring& keys, bool encrypt, std::vector<uint8_t>* frame);
 // Checks a sealed frame's tag without changing it (relays): corrupt naming the frame for a missing
-// seal, an unknown key id, or a wrong tag.
+// seal, an unknown key id, or a wrong tag. The view (frame.h) is the hop's one reading of it.
+Status verify_frame(const Keyring& keys, const FrameView& frame);
 Status verify_frame(const Keyring& keys, const uint8_t* frame, size_t size);
-// Checks a sealed frame and turns it into the plain frame it sealed (decrypted), in place.
+// Checks a sealed frame and turns it into the plain frame it sealed (decrypted), in place; *view
+// becomes its view, the payload marked checked (the tag covered it: no checksum after).
+Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame, FrameView* view);
 Status open_frame(const Keyring& keys, std::vector<uint8_t>* frame);
 
 // A tag over text (spool manifests): HMAC-SHA-256 under the ring's newest key (derived for text),

@@ -57,13 +57,20 @@ class FrameDecoder {
   // Safe in-place apply (see above) into `dst`, which must hold the frame's box (it may hold
   // more). `expected_base_version` is the receiver's committed version; a delta frame built on
   // another base is refused with Code::base_mismatch. kAnyVersion skips that check.
+  // A frame viewed once on its way (frame.h: its header parsed, its payload checked where a seal
+  // has not already covered it).
+  Status apply(const FrameView& frame, const Region& dst, uint64_t expected_base_version, ApplyOutcome* outcome);
   Status apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
                ApplyOutcome* outcome);
 
-  // The boxes of a bundle frame (kFrameFlagBundle), in its order, checked with the whole frame.
+  // The boxes of a bundle frame (kFrameFlagBundle), in its order, checked with the whole frame;
+  // apply_bundle of the same view right after reads them no second time.
+  Status bundle_boxes(const FrameView& frame, std::vector<Box>* boxes);
   Status bundle_boxes(const uint8_t* frame, size_t size, std::vector<Box>* boxes);
   // The same safe apply for a bundle: dsts[i] holds exactly box i of bundle_boxes. All of its boxes
   // change together, or none does.
+  Status apply_bundle(const FrameView& frame, const std::vector<Region>& dsts, uint64_t expected_base_version,
+                      ApplyOutcome* outcome);
   Status apply_bundle(const uint8_t* frame, size_t size, const std::vector<Region>& dsts,
                       uint64_t expected_base_version, ApplyOutcome* outcome);
 
@@ -80,7 +87,11 @@ class FrameDecoder {
   std::vector<uint32_t> local_;  // positions of one block, relative to its run
   std::vector<ElementRun> runs_;  // the box applied to, as runs of elements (scratch)
   std::vector<uint8_t> old_bits_;  // a full frame's destination before it was applied
+  Status read_bundle(const FrameView& frame);  // boxes_, bundle_ and bundle_payload_, unless read already
   std::vector<Box> boxes_;            // the last bundle's boxes
+  FrameHeader bundle_;                // its header, payload_bytes after the box list
+  const uint8_t* bundle_payload_ = nullptr;
+  const uint8_t* bundle_data_ = nullptr;  // which frame they are of (with bundle_.payload_hash)
   std::vector<uint8_t> bundle_bits_;  // and their bits, gathered
 };
 

@@ -101,4 +101,20 @@ Status peek_frame_header(const uint8_t* frame, size_t size, FrameHeader* header)
 // its structure (peek_frame_header: its tag protects the payload and is checked when it is opened).
 Status check_stored_frame(const uint8_t* frame, size_t size, FrameHeader* header);
 
+// A frame as one hop reads it: its header parsed once, where its payload lies, and whether the
+// payload is known to be the sender's. Sealing, routing, verifying and applying take the view, so
+// a frame's header is parsed once per hop and a payload a MAC already covered is not hashed again.
+struct FrameView {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  FrameHeader header;
+  bool payload_checked = false;  // its XXH3 checksum, or a seal over it, matched
+  const uint8_t* payload() const { return data + kFrameHeaderBytes; }
+};
+
+// The view of `frame` (peek_frame_header: every header field and the length; not the payload).
+Status view_frame(const uint8_t* frame, size_t size, FrameView* out);
+// A plain frame's payload against its checksum, once: a view already checked passes at once.
+Status check_payload(FrameView* view);
+
 }  // namespace dcr

@@ -90,9 +90,9 @@ using FrameFeed = std::function<Status(uint64_t n, Message* out)>;
 Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t target, StepStats* stats,
                   const FrameFeed& feed = nullptr);
 
-// Applies an opened frame (header parsed) to `shard`: its box, or every box of a bundle.
-Status apply_frame(const std::vector<uint8_t>& frame, const FrameHeader& header, uint64_t committed, Shard* shard,
-                   FrameDecoder* decoder, ApplyOutcome* outcome);
+// Applies an opened frame (its view: header read once; payload checked here unless a seal did) to
+// `shard`: its box, or every box of a bundle.
+Status apply_frame(FrameView* frame, uint64_t committed, Shard* shard, FrameDecoder* decoder, ApplyOutcome* outcome);
 
 // Applies every frame this rollout needs into `shard`; versions.base is its committed version (the
 // base every delta must name); `full` frames apply over anything. Keeps receiving after a failed apply, so the sender side is drained, and

@@ -47,14 +47,29 @@ Status FrameDecoder::open_changes(const uint8_t* payload, DecodedFrame* out, con
   return status.with_context("frame " + h.describe());
 }
 
-Status FrameDecoder::bundle_boxes(const uint8_t* frame, size_t size, std::vector<Box>* boxes) {
-  FrameHeader h;
-  DCR_TRY(parse_frame_header(frame, size, &h));
-  DCR_REQUIRE(h.is_bundle(), Code::invalid_argument, "frame " + h.describe() + " is not a bundle");
-  const uint8_t* payload;
-  DCR_TRY(read_box_list(frame, &h, &codec_, &boxes_, &payload));
+Status FrameDecoder::read_bundle(const FrameView& frame) {
+  const FrameHeader& h = frame.header;
+  DCR_REQUIRE(h.is_bundle(), Code::invalid_argument, "frame " + h.describe() + " is not a bundle: apply it with apply");
+  if (bundle_data_ == frame.data && bundle_.payload_hash == h.payload_hash && bundle_.box == h.box) return Status::ok();
+  bundle_data_ = nullptr;
+  bundle_ = h;
+  DCR_TRY(read_box_list(frame.data, &bundle_, &codec_, &boxes_, &bundle_payload_));
+  bundle_data_ = frame.data;
+  return Status::ok();
+}
+
+Status FrameDecoder::bundle_boxes(const FrameView& frame, std::vector<Box>* boxes) {
+  FrameView checked = frame;
+  DCR_TRY(check_payload(&checked));
+  DCR_TRY(read_bundle(checked));
   *boxes = boxes_;
   return Status::ok();
+}
+
+Status FrameDecoder::bundle_boxes(const uint8_t* frame, size_t size, std::vector<Box>* boxes) {
+  FrameView view;
+  DCR_TRY(view_frame(frame, size, &view));
+  return bundle_boxes(view, boxes);
 }
 
 namespace {
@@ -87,28 +102,45 @@ std::string neither_message(const FrameHeader& h) {
 
 }  // namespace
 
-Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
+Status FrameDecoder::apply(const FrameView& frame, const Region& dst, uint64_t expected_base_version,
                            ApplyOutcome* outcome) {
-  DCR_TRY(parse_frame_header(frame, size, &scratch_.header));
+  FrameView checked = frame;
+  DCR_TRY(check_payload(&checked));
+  scratch_.header = frame.header;
   const FrameHeader& h = scratch_.header;
   DCR_REQUIRE(!h.is_bundle(), Code::invalid_argument,
               "frame " + h.describe() + " is a bundle of several boxes: apply it with apply_bundle");
   Region box;
   DCR_TRY(check_destination(h, dst, expected_base_version, &box));
-  return apply_payload(frame + kFrameHeaderBytes, box, outcome);
+  return apply_payload(frame.payload(), box, outcome);
+}
+
+Status FrameDecoder::apply(const uint8_t* frame, size_t size, const Region& dst, uint64_t expected_base_version,
+                           ApplyOutcome* outcome) {
+  FrameView view;
+  DCR_TRY(view_frame(frame, size, &view));
+  return apply(view, dst, expected_base_version, outcome);
+}
+
+Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::vector<Region>& dsts,
+                                  uint64_t expected_base_version, ApplyOutcome* outcome) {
+  FrameView view;
+  DCR_TRY(view_frame(frame, size, &view));
+  return apply_bundle(view, dsts, expected_base_version, outcome);
 }
 
 // A delta bundle is applied where its boxes lie, as one box of their runs: a failure puts every
 // box back (apply_changes). A full bundle, or one without changes, is applied to a gathered copy of
 // its boxes, which is copied back only when applied. Either way all of its boxes change, or none
 // does.
-Status FrameDecoder::apply_bundle(const uint8_t* frame, size_t size, const std::vector<Region>& dsts,
+Status FrameDecoder::apply_bundle(const FrameView& frame, const std::vector<Region>& dsts,
                                   uint64_t expected_base_version, ApplyOutcome* outcome) {
-  DCR_TRY(parse_frame_header(frame, size, &scratch_.header));
-  FrameHeader& h = scratch_.header;
-  DCR_REQUIRE(h.is_bundle(), Code::invalid_argument, "frame " + h.describe() + " is not a bundle: apply it with apply");
-  const uint8_t* payload;
-  DCR_TRY(read_box_list(frame, &h, &codec_, &boxes_, &payload));
+  FrameView checked = frame;
+  DCR_TRY(check_payload(&checked));
+  DCR_TRY(read_bundle(checked));
+  scratch_.header = bundle_;
+  const FrameHeader& h = scratch_.header;
+  const uint8_t* payload = bundle_payload_;
   DCR_REQUIRE(dsts.size() == boxes_.size(), Code::invalid_argument,
               "frame " + h.describe() + " holds " + std::to_string(boxes_.size()) + " boxes, given " +
                   std::to_string(dsts.size()) + " destinations");

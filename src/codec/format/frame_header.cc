@@ -121,13 +121,27 @@ Status check_stored_frame(const uint8_t* frame, size_t size, FrameHeader* header
 }
 
 Status parse_frame_header(const uint8_t* frame, size_t size, FrameHeader* header) {
-  DCR_TRY(peek_frame_header(frame, size, header));
-  DCR_REQUIRE(header->seal == Seal::none, Code::corrupt,
-              "frame " + header->describe() + " is sealed (" + seal_name(header->seal) + ", key " +
-                  std::to_string(header->key_id) + "): it must be opened with the job's key before it is applied");
-  const uint64_t payload = size - kFrameHeaderBytes;
-  DCR_REQUIRE(hash64(frame + kFrameHeaderBytes, payload) == header->payload_hash, Code::corrupt,
-              "frame " + header->describe() + ": payload checksum mismatch");
+  FrameView view;
+  DCR_TRY(view_frame(frame, size, &view));
+  DCR_TRY(check_payload(&view));
+  *header = view.header;
+  return Status::ok();
+}
+
+Status view_frame(const uint8_t* frame, size_t size, FrameView* out) {
+  *out = FrameView{frame, size, FrameHeader{}, false};
+  return peek_frame_header(frame, size, &out->header);
+}
+
+Status check_payload(FrameView* view) {
+  if (view->payload_checked) return Status::ok();
+  const FrameHeader& h = view->header;
+  DCR_REQUIRE(h.seal == Seal::none, Code::corrupt,
+              "frame " + h.describe() + " is sealed (" + seal_name(h.seal) + ", key " + std::to_string(h.key_id) +
+                  "): it must be opened with the job's key before it is applied");
+  DCR_REQUIRE(hash64(view->payload(), view->size - kFrameHeaderBytes) == h.payload_hash, Code::corrupt,
+              "frame " + h.describe() + ": payload checksum mismatch");
+  view->payload_checked = true;
   return Status::ok();
 }
 
