@@ -134,11 +134,8 @@ const std::vector<Option<RefitConfig>>& refit_config_table() {
 }
 
 Status check_refit_config(const RefitConfig& c) {
-  // Every value through its own option (a field set in code meets the ranges a typed one does),
-  // then what must fit together.
-  RefitConfig copy = c;
-  for (const Option<RefitConfig>& o : refit_config_table()) DCR_TRY(o.set(o.get(c), &copy));
-  DCR_TRY(check_refit_options(c));
+  DCR_TRY(options::check_ranges(refit_config_table(), c));
+  DCR_TRY(check_refit_options(c));  // and what must fit together
   DCR_REQUIRE(c.checkpoints.empty() || c.watch.empty(), Code::invalid_argument,
               "--checkpoints and --watch are two sources of versions; give one");
   DCR_REQUIRE(!c.from_checkpoints() || c.init_checkpoint.empty(), Code::invalid_argument,

@@ -90,10 +90,7 @@ const std::vector<Option<RefitOptions>>& refit_option_table() {
 }
 
 Status check_refit_options(const RefitOptions& c) {
-  // Each value through its own option again: a caller that set a field directly (a C++ caller of the
-  // library) meets the same ranges as one that typed it.
-  RefitOptions copy = c;
-  for (const Option<RefitOptions>& o : refit_option_table()) DCR_TRY(o.set(o.get(c), &copy));
+  DCR_TRY(options::check_ranges(refit_option_table(), c));
   DCR_REQUIRE(c.trainers % c.train_tp == 0, Code::invalid_argument,
               "--train-tp " + std::to_string(c.train_tp) + " must divide --trainers " + std::to_string(c.trainers));
   DCR_REQUIRE(c.relays == -1 || c.relays >= 1, Code::invalid_argument, "--relays must be at least 1 (or -1 for auto)");

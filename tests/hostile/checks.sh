@@ -1,5 +1,10 @@
-# Sourced by the hostile-input scripts: a scratch directory ($work, removed on exit), the pass/fail
+# Sourced by the hostile-input scripts: where they are ($here, the repository $root), the system
+# Python ($py), the MPI launch settings, a scratch directory ($work, removed on exit), the pass/fail
 # counts, and the checks each case ends in. NAME "-" names a case by its command line.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+py=/usr/bin/python3
+source "$root/scripts/mpi_env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0

@@ -9,11 +9,7 @@
 # Usage: hostile_checkpoints.sh DCR_BINARY
 set -uo pipefail
 dcr=$1
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-py=/usr/bin/python3
-source "$root/scripts/mpi_env.sh"
-source "$here/checks.sh"
+source "$(dirname "$0")/checks.sh"  # $here, $root, $py, the MPI settings, $work, the checks
 
 # A refit job (2 trainers, 1 relay, TP-2 rollouts that verify every byte).
 refit=(mpirun --oversubscribe -np 5 "$dcr" refit --trainers 2 --relays 1 --rollout-tp 2 --timeout 20

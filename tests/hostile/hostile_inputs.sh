@@ -5,9 +5,7 @@
 # Usage: hostile_inputs.sh DCR_BINARY
 set -uo pipefail
 dcr=$1
-here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/mpi_env.sh"
-source "$here/checks.sh"
+source "$(dirname "$0")/checks.sh"  # $here, $root, $py, the MPI settings, $work, the checks
 /usr/bin/python3 "$here/make_inputs.py" "$work" || exit 1
 mkfifo "$work/fifo.safetensors" "$work/fifo.h5" "$work/fifo.ini"
 mkdir "$work/a_directory.safetensors"

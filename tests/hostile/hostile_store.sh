@@ -7,11 +7,7 @@
 # Usage: hostile_store.sh DCR_BINARY
 set -uo pipefail
 dcr=$1
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-py=/usr/bin/python3
-source "$root/scripts/mpi_env.sh"
-source "$here/checks.sh"
+source "$(dirname "$0")/checks.sh"  # $here, $root, $py, the MPI settings, $work, the checks
 server_pid=""
 stop_server() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=""; }
 trap 'stop_server; rm -rf "$work"' EXIT

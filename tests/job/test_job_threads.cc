@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "src/job/refit.h"
+#include "support/scratch_dir.h"
 
 namespace dcr {
 namespace {
@@ -88,10 +89,7 @@ bool noted(const JobRun& run, const std::string& text) {
 class JobThreadsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("dcr_job_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = test::scratch_dir("dcr-job");
     config_.trainers = 2;
     config_.relays = 1;
     config_.rollout_tp = 2;
@@ -101,6 +99,24 @@ class JobThreadsTest : public ::testing::Test {
     config_.state_dir = (dir_ / "state").string();
   }
   void TearDown() override { fs::remove_all(dir_); }
+
+  // A publisher job of the two trainers into a file:// store, and a job following it.
+  RefitConfig publisher() const {
+    RefitConfig c = config_;
+    c.role = JobRole::publish;
+    c.store = "file://" + (dir_ / "store").string();
+    c.rollouts = 2;
+    c.state_dir.clear();
+    return c;
+  }
+  RefitConfig follower() const {
+    RefitConfig c = config_;
+    c.role = JobRole::follow;
+    c.store = "file://" + (dir_ / "store").string();
+    c.follow_timeout_s = 5;
+    c.poll_s = 0.05;
+    return c;
+  }
 
   fs::path dir_;
   RefitConfig config_;
@@ -165,24 +181,14 @@ TEST_F(JobThreadsTest, SwappedSnapshotsAreDiscardedByBoxHashes) {
 // Two jobs joined by a file:// store: a publisher of 2 trainer threads and a follower of a relay
 // and 2 rollouts; the follower, failing while it applies v2, resumes and finishes when run again.
 TEST_F(JobThreadsTest, PublishAndFollowThroughAStoreAndAFollowerResumes) {
-  RefitConfig publish = config_;
-  publish.role = JobRole::publish;
-  publish.store = "file://" + (dir_ / "store").string();
-  publish.rollouts = 2;
-  publish.state_dir.clear();
-  const JobRun published = run_job(publish, 2);
+  const JobRun published = run_job(publisher(), 2);
   ASSERT_TRUE(every_ok(published)) << published.status[0].to_string();
   EXPECT_EQ(published.report.steps.size(), 4u);
 
-  RefitConfig follow = config_;
-  follow.role = JobRole::follow;
-  follow.store = publish.store;
-  follow.follow_timeout_s = 5;
-  follow.poll_s = 0.05;
-  const JobRun failed = run_job(follow, 3, fail_once(Role::rollout, 1, Phase::apply, 2));
+  const JobRun failed = run_job(follower(), 3, fail_once(Role::rollout, 1, Phase::apply, 2));
   EXPECT_FALSE(every_ok(failed));
   EXPECT_EQ(committed_versions(failed.report), "0:full 1:delta");
-  const JobRun again = run_job(follow, 3);
+  const JobRun again = run_job(follower(), 3);
   ASSERT_TRUE(every_ok(again)) << again.status[0].to_string();
   EXPECT_TRUE(noted(again, "follower resumed at committed version 1"));
   EXPECT_EQ(committed_versions(again.report), "2:delta 3:delta");
@@ -191,23 +197,13 @@ TEST_F(JobThreadsTest, PublishAndFollowThroughAStoreAndAFollowerResumes) {
 // A publisher that fails mid-version leaves it invisible; run again, it proves the store's newest
 // version is what it rebuilds, redoes the rest, and a new follower takes every version.
 TEST_F(JobThreadsTest, APublisherThatFailedRedoesItsVersion) {
-  RefitConfig publish = config_;
-  publish.role = JobRole::publish;
-  publish.store = "file://" + (dir_ / "store").string();
-  publish.rollouts = 2;
-  publish.state_dir.clear();
-  const JobRun failed = run_job(publish, 2, fail_once(Role::trainer, 1, Phase::stream, 2));
+  const JobRun failed = run_job(publisher(), 2, fail_once(Role::trainer, 1, Phase::stream, 2));
   EXPECT_FALSE(every_ok(failed));
-  const JobRun again = run_job(publish, 2);
+  const JobRun again = run_job(publisher(), 2);
   ASSERT_TRUE(every_ok(again)) << again.status[0].to_string();
   EXPECT_TRUE(noted(again, "publisher resumed after version 1"));
 
-  RefitConfig follow = config_;
-  follow.role = JobRole::follow;
-  follow.store = publish.store;
-  follow.follow_timeout_s = 5;
-  follow.poll_s = 0.05;
-  const JobRun followed = run_job(follow, 3);
+  const JobRun followed = run_job(follower(), 3);
   ASSERT_TRUE(every_ok(followed)) << followed.status[0].to_string();
   EXPECT_EQ(committed_versions(followed.report), "0:full 1:delta 2:delta 3:delta");
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "src/job/publisher_lease.h"
+#include "support/scratch_dir.h"
 
 namespace dcr {
 namespace {
@@ -27,11 +28,7 @@ std::string host_name() {
 class PublisherLeaseTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::path(::testing::TempDir()) /
-            ("dcr-lease-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
-               .string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = test::scratch_dir("dcr-lease");
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string url() const { return "file://" + dir_; }

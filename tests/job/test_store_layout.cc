@@ -9,6 +9,7 @@
 
 #include "dcr/auth/keyring.h"
 #include "src/job/store_layout.h"
+#include "support/scratch_dir.h"
 
 namespace dcr {
 namespace {
@@ -25,10 +26,7 @@ Keyring ring(uint8_t fill) {
 class StoreLayoutTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::path(::testing::TempDir()) /
-            ("dcr-store-layout-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
-               .string();
-    fs::remove_all(dir_);
+    dir_ = test::scratch_dir("dcr-store-layout");
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string text_of(const std::string& key) {

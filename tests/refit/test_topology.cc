@@ -20,6 +20,14 @@ RefitPlan tiny() {
   return plan;
 }
 
+// The plan of `tiny` for `c` on 5 ranks of one node (*t: their topology).
+RefitPlan plan_on_five_ranks(const RefitOptions& c, Topology* t) {
+  RefitPlan plan = tiny();
+  EXPECT_TRUE(make_topology_from_nodes(c, 0, std::vector<int>(5, 0), t).is_ok());
+  EXPECT_TRUE(make_plan(c, *t, &plan).is_ok());
+  return plan;
+}
+
 RefitOptions config_of(int trainers, int relays, int fanout, int rollout_tp) {
   RefitOptions c;
   c.trainers = trainers;
@@ -124,11 +132,8 @@ TEST(Topology, ImpossibleJobsAreRefusedWithTheReason) {
 }
 
 TEST(Plan, EveryRolloutGetsEachOfItsElementsFromExactlyOneFrame) {
-  RefitOptions c = config_of(2, 1, 2, 2);
   Topology t;
-  ASSERT_TRUE(make_topology_from_nodes(c, 0, std::vector<int>(5, 0), &t).is_ok());
-  RefitPlan plan = tiny();
-  ASSERT_TRUE(make_plan(c, t, &plan).is_ok());
+  const RefitPlan plan = plan_on_five_ranks(config_of(2, 1, 2, 2), &t);
   for (int i = 0; i < t.rollouts; ++i) {
     uint64_t held = 0, covered = 0;
     for (const LocalPiece& p : plan.rollout_holdings[i].pieces) held += p.box.elements();
@@ -153,9 +158,7 @@ TEST(Plan, EveryRolloutGetsEachOfItsElementsFromExactlyOneFrame) {
 TEST(Plan, PublishAndFollowJobsPlanTheOneJobsFrames) {
   RefitOptions one = config_of(2, 1, 2, 2);
   Topology t;
-  ASSERT_TRUE(make_topology_from_nodes(one, 0, std::vector<int>(5, 0), &t).is_ok());
-  RefitPlan expected = tiny();
-  ASSERT_TRUE(make_plan(one, t, &expected).is_ok());
+  const RefitPlan expected = plan_on_five_ranks(one, &t);
 
   RefitOptions publish = one;
   publish.role = JobRole::publish;

@@ -103,13 +103,20 @@ TEST_P(ObjectStoreSuite, RemoveDeletesAndAMissingObjectIsFine) {
   EXPECT_TRUE(list("").empty());
 }
 
+// Puts `size` bytes under `key`, then reads it with a limit of `limit` bytes (the outcome printed).
+Status put_then_get(ObjectStore& store, const std::string& key, size_t size, uint64_t limit, std::vector<uint8_t>* out) {
+  EXPECT_TRUE(store.put(key, std::vector<uint8_t>(size, 7), false).is_ok());
+  bool found = false;
+  const Status st = store.get(key, out, &found, limit);
+  std::printf("%s\n", st.to_string().c_str());
+  return st;
+}
+
 // A get names its limit: an object over it is corrupt (named, with its size), one at it is read.
 TEST_P(ObjectStoreSuite, AnObjectOverTheReadersLimitIsCorrupt) {
-  ASSERT_TRUE(store_->put("v4/w0-000001.frame", std::vector<uint8_t>(1000, 7), false).is_ok());
   std::vector<uint8_t> bytes;
   bool found = false;
-  const Status st = store_->get("v4/w0-000001.frame", &bytes, &found, 999);
-  std::printf("%s\n", st.to_string().c_str());
+  const Status st = put_then_get(*store_, "v4/w0-000001.frame", 1000, 999, &bytes);
   EXPECT_EQ(st.code(), Code::corrupt);
   EXPECT_NE(st.message().find("v4/w0-000001.frame"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("holds 1000 bytes, more than the 999 this read accepts"), std::string::npos)
@@ -188,11 +195,9 @@ TEST(FileStore, KeysThatLeaveTheDirectoryAreRefused) {
 TEST(FileStore, AnObjectOverTheLimitIsCorrupt) {
   const std::string dir = std::filesystem::temp_directory_path() / ("dcr-store-" + unique_name());
   std::unique_ptr<ObjectStore> store = file_store(dir);
-  ASSERT_TRUE(store->put("v1/w0-000000.frame", std::vector<uint8_t>(900, 1), false).is_ok());
   std::vector<uint8_t> bytes;
   bool found = false;
-  const Status st = store->get("v1/w0-000000.frame", &bytes, &found, 800);
-  std::printf("%s\n", st.to_string().c_str());
+  const Status st = put_then_get(*store, "v1/w0-000000.frame", 900, 800, &bytes);
   EXPECT_EQ(st.code(), Code::corrupt);
   EXPECT_EQ(st.message(), "object 'v1/w0-000000.frame' in file://" + dir +
                               " holds 900 bytes, more than the 800 this read accepts");

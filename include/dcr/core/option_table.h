@@ -139,6 +139,15 @@ Option<Derived> lifted(const Option<Base>& o) {
                          [s = o.set](const std::string& t, Derived* c) { return s(t, c); }};
 }
 
+// Every value of `c` through its own option again: a field set in code (a C++ caller) meets the
+// ranges a typed value does, with the same message.
+template <class C>
+Status check_ranges(const std::vector<Option<C>>& table, const C& c) {
+  C copy = c;
+  for (const Option<C>& o : table) DCR_TRY(o.set(o.get(c), &copy));
+  return Status::ok();
+}
+
 // The option named `name` set from `text`; invalid_argument for an unknown name, listing the known.
 template <class C>
 Status set_by_name(const std::vector<Option<C>>& table, const std::string& name, const std::string& text, C* c) {
