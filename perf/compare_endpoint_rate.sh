@@ -19,10 +19,12 @@ import json, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])
 def med(build, key, field):
     return statistics.median(json.load(open(f"{out}/{build}{key}-{i}.json"))[field] for i in range(1, runs + 1))
-print("| frames | relay frames/s before | after | after/before | apply frames/s before | after | after/before |")
-print("|---|---|---|---|---|---|---|")
+rows = [("relay frames / s of forward", "relay_frames_per_s"), ("relay frames / CPU s", "relay_frames_per_cpu_s"),
+        ("rollout frames / s of apply", "apply_frames_per_s"), ("rollout frames / CPU s", "rollout_frames_per_cpu_s")]
+print("| frames | measure | before | after | after / before |")
+print("|---|---|---|---|---|")
 for key, name in (("", "unsealed"), ("--key", "sealed (HMAC-SHA-256)")):
-    r0, r1 = med("before", key, "relay_frames_per_s"), med("after", key, "relay_frames_per_s")
-    a0, a1 = med("before", key, "apply_frames_per_s"), med("after", key, "apply_frames_per_s")
-    print(f"| {name} | {r0:,.0f} | {r1:,.0f} | {r1 / r0:.2f} | {a0:,.0f} | {a1:,.0f} | {a1 / a0:.2f} |")
+    for label, field in rows:
+        b, a = med("before", key, field), med("after", key, field)
+        print(f"| {name} | {label} | {b:,.0f} | {a:,.0f} | {a / b:.2f} |")
 PY

@@ -6,9 +6,14 @@
 // Per delta version it reads the relay's and every rollout's step statistics and prints medians:
 //   relay frames/s  = frames the relay forwarded / its forward seconds (receive to the last send)
 //   apply frames/s  = frames a rollout applied / its apply seconds (receive excluded)
+// and the same per second of each thread's own CPU time over its whole step (receives sleep on the
+// loopback queue, so this is the work alone): 4 threads share 2 cores here, and a thread's wall
+// time also counts the moments another held its core.
 // Run two builds of it side by side (farm-bench, or one after the other in one sitting) to compare.
 // Usage: build/dcr_endpoint_rate [--versions 30] [--rollouts 2] [--frame-elements 1024]
 //                                [--changed 0.03] [--key] [--json FILE]
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -34,9 +39,15 @@ struct Options {
 };
 
 struct Rates {
-  std::vector<double> relay_fps, apply_fps;
+  std::vector<double> relay_fps, apply_fps, relay_cpu_fps, rollout_cpu_fps;
   uint64_t frames = 0;  // frames the relay forwarded per version
 };
+
+double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec / 1e9;
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -85,10 +96,13 @@ void run_relay(const EndpointSpec& spec, Transport* t, Collective* c, Rates* rat
   std::unique_ptr<Relay> relay;
   Status st = Relay::create(spec, t, c, &relay);
   for (bool closed = false; st.is_ok() && !closed;) {
+    const double cpu = thread_cpu_s();
     st = relay->step(&closed);
+    const double used = thread_cpu_s() - cpu;
     const StepStats& s = relay->last_step();
     if (st.is_ok() && !closed && relay->committed() > 1 && s.forward_s > 0) {
       rates->relay_fps.push_back(s.frames / s.forward_s);
+      rates->relay_cpu_fps.push_back(s.frames / used);
       rates->frames = s.frames;
     }
   }
@@ -102,10 +116,13 @@ void run_rollout(const EndpointSpec& spec, Transport* t, Collective* c, Rates* r
   if (st.is_ok()) st = rollout->attach(memory_of(rollout->holdings(), &buffers));
   for (bool closed = false; st.is_ok() && !closed;) {
     uint64_t version = 0;
+    const double cpu = thread_cpu_s();
     st = rollout->receive(&version, &closed);
+    const double used = thread_cpu_s() - cpu;
     const StepStats& s = rollout->last_step();
     if (st.is_ok() && !closed && version > 1 && s.apply_s > 0) {
       rates->apply_fps.push_back(s.frames / s.apply_s);
+      rates->rollout_cpu_fps.push_back(s.frames / used);
     }
   }
   if (!st.is_ok()) std::fprintf(stderr, "rollout: %s\n", st.to_string().c_str());
@@ -144,17 +161,21 @@ int run(const Options& o) {
   Rates applied;
   for (const Rates& r : rollout_rates) {
     applied.apply_fps.insert(applied.apply_fps.end(), r.apply_fps.begin(), r.apply_fps.end());
+    applied.rollout_cpu_fps.insert(applied.rollout_cpu_fps.end(), r.rollout_cpu_fps.begin(), r.rollout_cpu_fps.end());
   }
   if (relay_rates.relay_fps.empty() || applied.apply_fps.empty()) return std::fprintf(stderr, "no delta measured\n"), 1;
   std::printf("frames per version %llu (frame-elements %llu, %d rollouts, %s), %zu delta versions\n",
               static_cast<unsigned long long>(relay_rates.frames), static_cast<unsigned long long>(o.frame_elements),
               o.rollouts, o.key ? "sealed HMAC-SHA-256" : "unsealed", relay_rates.relay_fps.size());
-  std::printf("relay forward: %.0f frames/s (median)\n", median(relay_rates.relay_fps));
-  std::printf("rollout apply: %.0f frames/s (median over versions and rollouts)\n", median(applied.apply_fps));
+  std::printf("relay forward: %.0f frames/s, %.0f frames per CPU second (medians)\n", median(relay_rates.relay_fps),
+              median(relay_rates.relay_cpu_fps));
+  std::printf("rollout apply: %.0f frames/s, %.0f frames per CPU second (medians over versions and rollouts)\n",
+              median(applied.apply_fps), median(applied.rollout_cpu_fps));
   if (!o.json.empty()) {
     std::ofstream(o.json) << "{\"frames\": " << relay_rates.frames << ", \"relay_frames_per_s\": "
                           << median(relay_rates.relay_fps) << ", \"apply_frames_per_s\": " << median(applied.apply_fps)
-                          << "}\n";
+                          << ", \"relay_frames_per_cpu_s\": " << median(relay_rates.relay_cpu_fps)
+                          << ", \"rollout_frames_per_cpu_s\": " << median(applied.rollout_cpu_fps) << "}\n";
   }
   return 0;
 }
