@@ -11,6 +11,6 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 (cd build && ctest -j"$(nproc)" --output-on-failure --timeout 900)
-FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-60} FUZZ_FILE_SECONDS=${FUZZ_FILE_SECONDS:-20} scripts/fuzz.sh
 scripts/sanitize.sh
 scripts/slurm_ci.sh --nodes 4

@@ -98,6 +98,10 @@ int dcr_endpoint_piece(const dcr_endpoint* endpoint, size_t index, size_t* buffe
 uint64_t dcr_endpoint_committed(const dcr_endpoint* endpoint);
 /* The last step's frames and wire bytes as this rank saw them (trainers: sent; rollouts: applied). */
 int dcr_endpoint_last_step(const dcr_endpoint* endpoint, uint64_t* frames, uint64_t* wire_bytes, uint64_t* changed);
+/* The last step's seconds staging (apply=staged: until every rollout held it; 0 streamed) and
+ * paused (staged: from the pause's start to the commit; streamed: the whole step), and the frame
+ * bytes this rollout staged. */
+int dcr_endpoint_last_pause(const dcr_endpoint* endpoint, double* staging_s, double* pause_s, uint64_t* staged_bytes);
 
 /* Trainers: publish `version` from `count` buffers; returns once the job decided (DCR_OK:
  * committed). Collective. */
@@ -110,6 +114,12 @@ int dcr_relay_serve(dcr_endpoint* relay);
 int dcr_rollout_attach(dcr_endpoint* rollout, const dcr_buffer* buffers, size_t count);
 /* Rollouts: apply the next version in place; DCR_OK with *version committed, DCR_CLOSED at the end. */
 int dcr_rollout_receive(dcr_endpoint* rollout, uint64_t* version);
+/* Rollouts of a job with apply=staged, for a serving engine: stage the next version without
+ * touching the buffers (DCR_OK with *version once every rollout holds it, DCR_CLOSED at the end;
+ * keep generating meanwhile), then pause generation and apply it (DCR_OK with *version committed).
+ * The job's first version streams: stage returns with it committed and apply has nothing to do. */
+int dcr_rollout_stage(dcr_endpoint* rollout, uint64_t* version);
+int dcr_rollout_apply(dcr_endpoint* rollout, uint64_t* version);
 
 #ifdef __cplusplus
 }

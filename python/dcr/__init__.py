@@ -65,11 +65,14 @@ def _load():
         "dcr_endpoint_piece": ([vp, ctypes.c_size_t] + [p(ctypes.c_size_t)] * 2 + [p(ctypes.c_uint64)] * 6, ctypes.c_int),
         "dcr_endpoint_committed": ([vp], ctypes.c_uint64),
         "dcr_endpoint_last_step": ([vp, p(ctypes.c_uint64), p(ctypes.c_uint64), p(ctypes.c_uint64)], ctypes.c_int),
+        "dcr_endpoint_last_pause": ([vp, p(ctypes.c_double), p(ctypes.c_double), p(ctypes.c_uint64)], ctypes.c_int),
         "dcr_trainer_publish": ([vp, ctypes.c_uint64, p(_Buffer), ctypes.c_size_t], ctypes.c_int),
         "dcr_trainer_close": ([vp], ctypes.c_int),
         "dcr_relay_serve": ([vp], ctypes.c_int),
         "dcr_rollout_attach": ([vp, p(_Buffer), ctypes.c_size_t], ctypes.c_int),
         "dcr_rollout_receive": ([vp, p(ctypes.c_uint64)], ctypes.c_int),
+        "dcr_rollout_stage": ([vp, p(ctypes.c_uint64)], ctypes.c_int),
+        "dcr_rollout_apply": ([vp, p(ctypes.c_uint64)], ctypes.c_int),
     }
     for name, (args, result) in sigs.items():
         f = getattr(lib, name)
@@ -242,6 +245,14 @@ class _Endpoint:
         _check(_lib.dcr_endpoint_last_step(self._handle, ctypes.byref(f), ctypes.byref(w), ctypes.byref(c)))
         return f.value, w.value, c.value
 
+    def last_pause(self):
+        """(staging seconds, pause seconds, staged frame bytes) of the last step on this rank: under
+        apply=staged the time until every rollout held the version and from the pause's start to
+        the commit; streamed, 0 and the whole step."""
+        st, ps, b = ctypes.c_double(), ctypes.c_double(), ctypes.c_uint64()
+        _check(_lib.dcr_endpoint_last_pause(self._handle, ctypes.byref(st), ctypes.byref(ps), ctypes.byref(b)))
+        return st.value, ps.value, b.value
+
     def free(self):
         if self._handle:
             _lib.dcr_endpoint_free(self._handle)
@@ -296,4 +307,22 @@ class Rollout(_Endpoint):
         if code == _CLOSED:
             return None
         _check(code)
+        return version.value
+
+    def stage(self):
+        """apply=staged: receives and checks the next version without touching the buffers (keep
+        generating meanwhile); returns it once every rollout holds it, or None when the trainers
+        closed the job. Raises DcrError when the step failed (nothing was applied anywhere)."""
+        version = ctypes.c_uint64()
+        code = _lib.dcr_rollout_stage(self._handle, ctypes.byref(version))
+        if code == _CLOSED:
+            return None
+        _check(code)
+        return version.value
+
+    def apply(self):
+        """apply=staged: the pause. Applies the staged version into the buffers and returns it
+        once the job committed it (pause generation around this call)."""
+        version = ctypes.c_uint64()
+        _check(_lib.dcr_rollout_apply(self._handle, ctypes.byref(version)))
         return version.value

@@ -267,6 +267,17 @@ int dcr_endpoint_last_step(const dcr_endpoint* e, uint64_t* frames, uint64_t* wi
   });
 }
 
+int dcr_endpoint_last_pause(const dcr_endpoint* e, double* staging_s, double* pause_s, uint64_t* staged_bytes) {
+  return guarded([&]() -> int {
+    if (e == nullptr || (!e->trainer && !e->rollout)) return invalid("not a trainer or rollout endpoint");
+    const dcr::StepStats& s = e->trainer ? e->trainer->last_step() : e->rollout->last_step();
+    if (staging_s) *staging_s = s.stage_s;
+    if (pause_s) *pause_s = s.pause_s;
+    if (staged_bytes) *staged_bytes = s.staged_memory + s.staged_spilled;
+    return DCR_OK;
+  });
+}
+
 int dcr_trainer_publish(dcr_endpoint* trainer, uint64_t version, const dcr_buffer* buffers, size_t count) {
   return guarded([&]() -> int {
     if (trainer == nullptr || !trainer->trainer) return invalid("not a trainer endpoint");
@@ -310,6 +321,22 @@ int dcr_rollout_receive(dcr_endpoint* rollout, uint64_t* version) {
     bool closed = false;
     const int rc = fail(rollout->rollout->receive(version, &closed));
     return rc == DCR_OK && closed ? DCR_CLOSED : rc;
+  });
+}
+
+int dcr_rollout_stage(dcr_endpoint* rollout, uint64_t* version) {
+  return guarded([&]() -> int {
+    if (rollout == nullptr || !rollout->rollout || version == nullptr) return invalid("not a rollout endpoint");
+    bool closed = false;
+    const int rc = fail(rollout->rollout->stage(version, &closed));
+    return rc == DCR_OK && closed ? DCR_CLOSED : rc;
+  });
+}
+
+int dcr_rollout_apply(dcr_endpoint* rollout, uint64_t* version) {
+  return guarded([&]() -> int {
+    if (rollout == nullptr || !rollout->rollout || version == nullptr) return invalid("not a rollout endpoint");
+    return fail(rollout->rollout->apply(version));
   });
 }
 

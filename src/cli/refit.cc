@@ -45,6 +45,14 @@ void print_step(const StepRecord& r) {
   std::printf("  %s\n", outcome(r));
   std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
               r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
+  if (!r.published && r.apply == "staged") {
+    std::printf("      staged: serving paused %.4f s (staging %.4f s while serving; per rollout %.3f MB received, "
+                "%.3f MB held in memory, %.3f MB spilled)\n",
+                r.pause_s, r.staging_s, r.received_bytes / 1e6, r.staged_memory / 1e6, r.staged_spilled / 1e6);
+  } else if (!r.published) {
+    std::printf("      streamed: serving paused %.4f s (the whole step: buffers mix two versions until the commit)\n",
+                r.pause_s);
+  }
   if (r.kind == "delta" && r.trainer_frames > 0) {
     const std::string mode = r.contexts.empty() ? "as published" : r.contexts;  // a follower encodes nothing
     std::printf("      contexts %s: %llu of %llu frames", mode.c_str(),
@@ -56,6 +64,27 @@ void print_step(const StepRecord& r) {
     std::printf("\n");
   }
   std::fflush(stdout);
+}
+
+// A long version's progress: plain lines (a log), or with --progress-inline one line rewritten in
+// place (a terminal: under mpirun a rank's output always goes through a pseudo-terminal, so dcr
+// cannot tell a terminal from a log by itself); and a JSON object per line in --progress-json.
+void print_progress(const ProgressEvent& e, bool terminal, std::FILE* json) {
+  char eta[32] = "";
+  if (e.eta_s >= 0 && !e.last) std::snprintf(eta, sizeof eta, ", ~%.0f s left", e.eta_s);
+  std::printf("%s      v%llu %-10s frames %llu/%llu (%5.1f%%)  %.3f MB  %.3f MB/s  %.1f s%s%s", terminal ? "\r\033[K" : "",
+              static_cast<unsigned long long>(e.version), e.phase.c_str(), static_cast<unsigned long long>(e.frames),
+              static_cast<unsigned long long>(e.frames_total), e.percent, e.bytes / 1e6, e.rate_mb_s, e.seconds, eta,
+              terminal && !e.last ? "" : "\n");
+  std::fflush(stdout);
+  if (json == nullptr) return;
+  std::fprintf(json,
+               "{\"version\": %llu, \"phase\": \"%s\", \"frames\": %llu, \"frames_total\": %llu, \"bytes\": %llu, "
+               "\"seconds\": %.6f, \"rate_mb_s\": %.6f, \"eta_s\": %.3f, \"percent\": %.3f, \"last\": %s}\n",
+               static_cast<unsigned long long>(e.version), e.phase.c_str(), static_cast<unsigned long long>(e.frames),
+               static_cast<unsigned long long>(e.frames_total), static_cast<unsigned long long>(e.bytes), e.seconds,
+               e.rate_mb_s, e.eta_s, e.percent, e.last ? "true" : "false");
+  std::fflush(json);
 }
 
 }  // namespace
@@ -77,7 +106,7 @@ int run_refit_command(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  for (const std::string& out : {config.json, config.csv}) {
+  for (const std::string& out : {config.json, config.csv, config.progress_json}) {
     if (s.is_ok() && !out.empty()) s = writable_path(out);
   }
   if (!s.is_ok()) {
@@ -92,10 +121,14 @@ int run_refit_command(int argc, char** argv) {
     std::fflush(stdout);
   };
   observer.step = print_step;
+  std::FILE* progress_json = rank == 0 && !config.progress_json.empty() ? std::fopen(config.progress_json.c_str(), "w") : nullptr;
+  const bool terminal = config.progress_inline;
+  observer.progress = [terminal, progress_json](const ProgressEvent& e) { print_progress(e, terminal, progress_json); };
   {
     const MpiWorld mpi(config, MPI_COMM_WORLD);
     s = run_refit(config, mpi.world, &report, observer);
   }
+  if (progress_json != nullptr) std::fclose(progress_json);
   if (rank == 0) {
     if (!s.is_ok()) std::fprintf(stderr, "dcr refit: %s\n", s.to_string().c_str());
     Status out;

@@ -32,7 +32,7 @@ Option<C> fault_option() {
 Option<C> fail_at_option() {
   Option<C> o{"fail-at",
               "test only: ROLE:INDEX:PHASE:VERSION[:stop][,...] kills that rank (kill -9; :stop, SIGSTOP) in phase "
-              "encode|stream|apply|commit|resume",
+              "encode|stream|stage|apply|commit|resume (stage: a rollout staged half its frames under --apply staged)",
               false, nullptr, nullptr};
   o.get = [](const C& c) { return c.fail_at.text; };
   o.set = [](const std::string& text, C* c) { return parse_kill_point(text, &c->fail_at); };
@@ -68,6 +68,13 @@ std::vector<Option<C>> application_options() {
       integer<C>("seed", &C::seed, 0, std::numeric_limits<long long>::max(), "seed of the change model"),
       text<C>("json", &C::json, "write per-step records as JSON to this file"),
       text<C>("csv", &C::csv, "write per-step records as CSV to this file"),
+      number<C>("progress", &C::progress_s, 0, 1e6, false, "seconds",
+                "while a version runs longer than this, rank 0 prints a progress line every this many seconds "
+                "(phase, frames and bytes done of the total, rate, time left; 0: none)"),
+      flag<C>("progress-inline", &C::progress_inline,
+              "rewrite the progress line in place (for a terminal) rather than print one line each time (for a log)"),
+      text<C>("progress-json", &C::progress_json,
+              "also write each progress line to this file as a JSON object per line (for dashboards)"),
       integer<C>("snapshot-every", &C::snapshot_every, 0, kInt,
                  "rollouts write an HDF5 snapshot every N committed versions (0: never)"),
       text<C>("spool-dir", &C::spool_dir,

@@ -34,6 +34,9 @@ struct RefitConfig : RefitOptions {
   uint64_t seed = 1;
   std::string json;                  // per-step records (JSON)
   std::string csv;                   // per-step records (CSV)
+  double progress_s = 5;             // a progress line every this many seconds of a long version (0: none)
+  std::string progress_json;         // progress events as JSON lines
+  bool progress_inline = false;      // one progress line rewritten in place (a terminal)
   int snapshot_every = 1;            // rollout snapshot every N committed versions (0: never)
   std::string spool_dir;             // trainers publish each committed delta here (catch-up)
   int catchup_max = 16;              // longest delta chain a restarted rollout replays from the spool

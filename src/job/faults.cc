@@ -72,13 +72,13 @@ Status parse_kill_point(const std::string& text, KillPoint* point) {
   const std::vector<std::string> p = split(text, ':');
   const Status bad(Code::invalid_argument, "--fail-at '" + text +
                                                "' is not ROLE:INDEX:PHASE:VERSION[:stop] (trainer|relay|rollout, "
-                                               "encode|stream|apply|commit|resume)");
+                                               "encode|stream|stage|apply|commit|resume)");
   uint64_t index = 0;
   if (p.size() != 4 && !(p.size() == 5 && p[4] == "stop")) return bad;
   if (!parse_number(p[1], &index) || !parse_number(p[3], &point->version)) return bad;
   point->stop = p.size() == 5;
   const Role roles[] = {Role::trainer, Role::relay, Role::rollout};
-  const Phase phases[] = {Phase::encode, Phase::stream, Phase::apply, Phase::commit};
+  const Phase phases[] = {Phase::encode, Phase::stream, Phase::stage, Phase::apply, Phase::commit};
   bool role_ok = false, phase_ok = p[2] == "resume";
   point->at_resume = phase_ok;
   for (Role r : roles) role_ok |= p[0] == role_name(r) && ((point->role = r), true);

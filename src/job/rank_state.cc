@@ -124,7 +124,7 @@ Status set_up(const RefitConfig& config, const JobWorld& world, RankState* s) {
   s->world = world;
   s->core.control = world.control;
   DCR_TRY(make_topology(config, *world.control, &s->core.topology));
-  s->core.committed = 0;  // the harness counts versions from 0, the first full sync
+  s->core.committed = kNoVersion;  // until the first full sync (version 0) or a resume commits one
   DCR_TRY(all_ok(s, set_up_local(config, s), "set-up"));
   const Topology& t = s->core.topology;
   if (config.role != JobRole::publish) {  // a publisher job's ranks only talk to the store
@@ -219,9 +219,14 @@ bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, S
 bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& io, StepRecord* r, StepStats* stats) {
   barrier(s);
   s->core.stats = StepStats{};
+  r->apply = apply_mode_name(s->core.staged() ? ApplyMode::staged : ApplyMode::stream);
+  const bool meter = s->core.topology.world_rank == 0;
+  ProgressMeter progress(&s->core.progress, versions.target, meter ? s->config.progress_s : 0, s->observer.progress);
   const auto start = Clock::now();
   Status moved;
   r->committed = s->core.run_step(kind, versions, io, &moved);
+  progress.stop(r->committed);
+  s->step_error = moved;
   r->seconds = seconds_since(start);
   r->commit_s = s->core.stats.commit_s;
   *stats = s->core.stats;
@@ -237,11 +242,19 @@ void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
   // Every rank learns them: trainers' --contexts auto takes the apply time.
   std::vector<uint64_t> sums = {mine.frames, mine.wire_bytes, mine.changed,        mine.elements,
                                 sent,        mine.context_frames, mine.declined_frames};
-  std::vector<double> maxima = {mine.encode_s, mine.send_s, mine.forward_s, mine.apply_s, mine.wait_s};
+  // Seconds and per-rollout bytes: the slowest or largest rank's.
+  std::vector<double> maxima = {mine.encode_s,     mine.send_s,  mine.forward_s, mine.apply_s, mine.wait_s,
+                                mine.stage_s,      mine.pause_s, double(mine.received_bytes),
+                                double(mine.staged_memory), double(mine.staged_spilled)};
   s->core.control->all_sum(&sums);
   s->core.control->all_max(&maxima);
-  *total = StepStats{sums[0],   sums[1],   sums[2],   sums[3],   maxima[0], maxima[1], maxima[2],
-                     maxima[3], maxima[4], sums[4],   sums[5],   sums[6]};
+  StepStats& t = *total;
+  t = StepStats{};
+  t.frames = sums[0], t.wire_bytes = sums[1], t.changed = sums[2], t.elements = sums[3], t.sent = sums[4];
+  t.context_frames = sums[5], t.declined_frames = sums[6];
+  t.encode_s = maxima[0], t.send_s = maxima[1], t.forward_s = maxima[2], t.apply_s = maxima[3], t.wait_s = maxima[4];
+  t.stage_s = maxima[5], t.pause_s = maxima[6];
+  t.received_bytes = uint64_t(maxima[7]), t.staged_memory = uint64_t(maxima[8]), t.staged_spilled = uint64_t(maxima[9]);
 }
 
 void record_totals(const StepStats& total, StepRecord* r) {
@@ -255,6 +268,11 @@ void record_totals(const StepStats& total, StepRecord* r) {
   r->apply_s = total.apply_s;
   r->context_frames = total.context_frames;
   r->declined_frames = total.declined_frames;
+  r->staging_s = total.stage_s;
+  r->pause_s = total.pause_s;
+  r->received_bytes = total.received_bytes;
+  r->staged_memory = total.staged_memory;
+  r->staged_spilled = total.staged_spilled;
 }
 
 bool verified(RankState* s, const Shard& shard) {

@@ -47,6 +47,7 @@ struct RankState {
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   RefitObserver observer;                      // world rank 0: where progress lines and records go
   MPI_Comm bcast_comm = MPI_COMM_NULL;         // --compare-bcast: trainer 0 + rollouts
+  Status step_error;                           // this rank's part of the last step, where it failed
 
   bool has_model() const {
     return core.topology.role == Role::trainer || (core.topology.role == Role::rollout && config.verify);
@@ -78,7 +79,7 @@ Status seek_everywhere(RankState* s, uint64_t version);
 bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, StepStats* stats);
 // Collective: one version through this rank's endpoint (EndpointCore::run_step, the one step of
 // every job), after a barrier so that its seconds time the version alone. Fills r->committed,
-// seconds and commit_s; *stats: what this rank did.
+// seconds and commit_s; *stats: what this rank did; s->step_error: this rank's error, if any.
 bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& io, StepRecord* r, StepStats* stats);
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total);
 // A step's reduced statistics into its record (frames, bytes, change rate, stage times, contexts).

@@ -78,10 +78,10 @@ uint64_t peak_rss() {
 // One refit of `kind` to version `target`: transfer, joint commit, promotion, verification.
 StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   StepRecord r;
+  const Versions versions = kind == FrameKind::full ? Versions{target, target} : Versions{s->core.committed, target};
   r.version = target;
-  r.base = s->core.committed;
+  r.base = versions.base;
   r.kind = kind == FrameKind::full ? "full" : "delta";
-  const Versions versions{s->core.committed, target};
   if (s->core.topology.role == Role::trainer) {
     s->touched = s->source->touched_bytes();
     s->peak_rss = peak_rss();
@@ -227,6 +227,10 @@ Status run_refit(const RefitConfig& config, const JobWorld& world, RefitReport* 
       report->steps.push_back(r);
     }
     if (config.from_checkpoints()) report_reads(&s);
+    if (!r.committed && !s.step_error.is_ok()) {
+      return s.step_error.with_context("version " + std::to_string(version) + " was not committed; every rank stays on version " +
+                                       std::to_string(s.core.committed));
+    }
     DCR_REQUIRE(r.committed, Code::aborted,
                 "version " + std::to_string(version) + " was not committed: a rank refused or failed (see its message); "
                 "every rank stays on version " + std::to_string(s.core.committed));

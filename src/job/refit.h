@@ -14,6 +14,7 @@
 #include "dcr/refit/roles.h"
 #include "dcr/transport/transport.h"
 #include "src/job/config.h"
+#include "src/job/progress.h"
 
 namespace dcr {
 
@@ -37,6 +38,13 @@ struct StepRecord {
   bool bitexact = false;       // committed and every rollout equals the expected model byte for byte
   bool published = false;      // --role publish: the version is complete in the store (no rollouts here)
   double encode_s = 0, send_s = 0, forward_s = 0, apply_s = 0, commit_s = 0;  // slowest rank per stage
+  // --apply: how rollouts took the version. staging_s: from the step's start until every rollout
+  // held it (staged; 0 streamed); pause_s: the time serving must stop, from the pause's start to the
+  // commit (streamed: the whole step). Per rollout, the largest: frame bytes received, and of
+  // them held in memory and spilled to the state directory until the pause.
+  std::string apply;
+  double staging_s = 0, pause_s = 0;
+  uint64_t received_bytes = 0, staged_memory = 0, staged_spilled = 0;
   // Value packing contexts: --contexts, the frames that took them and those auto kept in the faster
   // coding, and the link rate trainer 0's rule used ("given", "measured" or "unknown": 0).
   std::string contexts;
@@ -61,6 +69,8 @@ struct RefitReport {
 struct RefitObserver {
   std::function<void(const std::string&)> note = [](const std::string&) {};
   std::function<void(const StepRecord&)> step = [](const StepRecord&) {};
+  // A long version's progress (--progress; src/job/progress.h), from a thread of its own.
+  std::function<void(const ProgressEvent&)> progress;
 };
 
 // The ranks of one job and how they talk: the control plane (votes, decisions, the job's

@@ -32,6 +32,9 @@ Status write_refit_json(const RefitReport& report, const std::string& path) {
                      {"stage_seconds",
                       {{"encode", r.encode_s}, {"send", r.send_s}, {"relay", r.forward_s}, {"apply", r.apply_s},
                        {"commit", r.commit_s}}},
+                     {"apply", r.apply}, {"staging_seconds", r.staging_s}, {"pause_seconds", r.pause_s},
+                     {"rollout_bytes",
+                      {{"received", r.received_bytes}, {"staged_memory", r.staged_memory}, {"staged_spilled", r.staged_spilled}}},
                      {"contexts",
                       {{"mode", r.contexts}, {"frames", r.context_frames}, {"declined", r.declined_frames},
                        {"link_gbps", r.link_gbps}, {"link", r.link_source}}}});
@@ -49,14 +52,16 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
   DCR_REQUIRE(out.good(), Code::io_error, "cannot write refit records to '" + path + "'");
   out << "version,kind,change_rate,frames,wire_bytes,full_bytes,seconds,full_seconds,bcast_seconds,speedup,"
          "committed,bitexact,checked,encode_s,send_s,relay_s,apply_s,commit_s,contexts,context_frames,declined_frames,"
-         "link_gbps,link,lag_s\n";
+         "link_gbps,link,lag_s,apply,staging_seconds,pause_seconds,received_bytes,staged_memory,staged_spilled\n";
   for (const StepRecord& r : report.steps) {
     out << r.version << ',' << r.kind << ',' << r.change_rate << ',' << r.frames << ',' << r.wire_bytes << ','
         << r.full_bytes << ',' << r.seconds << ',' << r.full_seconds << ',' << r.bcast_seconds << ',' << speedup(r)
         << ',' << r.committed << ',' << (compared_bytes(r) ? (r.bitexact ? "1" : "0") : "") << ',' << r.checked << ','
         << r.encode_s << ',' << r.send_s << ',' << r.forward_s << ','
         << r.apply_s << ',' << r.commit_s << ',' << r.contexts << ',' << r.context_frames << ','
-        << r.declined_frames << ',' << r.link_gbps << ',' << r.link_source << ',' << r.lag_s << '\n';
+        << r.declined_frames << ',' << r.link_gbps << ',' << r.link_source << ',' << r.lag_s << ',' << r.apply << ','
+        << r.staging_s << ',' << r.pause_s << ',' << r.received_bytes << ',' << r.staged_memory << ','
+        << r.staged_spilled << '\n';
   }
   return out.good() ? Status::ok() : Status(Code::io_error, "writing '" + path + "' failed");
 }

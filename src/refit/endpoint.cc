@@ -43,11 +43,23 @@ Status EndpointCore::open_state() {
   return journal->open(rank + ".journal");
 }
 
+namespace {
+
+void log_error(const Topology& t, const Status& st) {
+  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", t.describe().c_str(), st.to_string().c_str());
+}
+
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
 uint32_t EndpointCore::next_channel() { return kFirstPassChannel + static_cast<uint32_t>(passes_++ % kPassChannels); }
 
-Status EndpointCore::transfer(FrameKind kind, Versions versions, const StepIO& io, StepStats* out) {
+Status EndpointCore::transfer(FrameKind kind, Versions versions, const StepIO& io, StepStats* out, FrameStage* staged) {
   const Link pass{link,           &topology,   config.window,  config.timeout_s, &hooks,
-                  next_channel(), keys.get(), config.encrypt, &context_rule};
+                  next_channel(), keys.get(), config.encrypt, &context_rule, &progress};
   Status st;
   switch (topology.role) {
     case Role::trainer: {
@@ -65,28 +77,68 @@ Status EndpointCore::transfer(FrameKind kind, Versions versions, const StepIO& i
       break;
     case Role::rollout:
       st = rollout_step(plan, pass, topology.index, versions, kind == FrameKind::full, io.into ? io.into : &serving,
-                        &decoder, out);
+                        &decoder, out, staged);
       break;
   }
-  if (!st.is_ok()) DCR_LOG(error, "refit", "%s: %s", topology.describe().c_str(), st.to_string().c_str());
+  log_error(topology, st);
   return st;
 }
 
 bool EndpointCore::run_step(FrameKind kind, Versions versions, const StepIO& io, Status* moved) {
+  if (staged()) return stage_version(kind, versions, io, moved) && apply_version(kind, versions, moved);
+  const auto start = std::chrono::steady_clock::now();
   *moved = Status::ok();
   if (journal && topology.role == Role::rollout) {
-    *moved = journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false);
-    if (!moved->is_ok()) DCR_LOG(error, "refit", "%s: journal: %s", topology.describe().c_str(), moved->to_string().c_str());
+    *moved = journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false).with_context("journal");
+    log_error(topology, *moved);
   }
+  progress.enter(StepStage::sending, 0);
   const Status sent = transfer(kind, versions, io, &stats);  // every rank takes part, even one that cannot vote yes
   if (moved->is_ok()) *moved = sent;
-  if (moved->is_ok() && io.before_vote) {
-    *moved = io.before_vote();
-    if (!moved->is_ok()) DCR_LOG(error, "refit", "%s: %s", topology.describe().c_str(), moved->to_string().c_str());
-  }
-  const auto start = std::chrono::steady_clock::now();
+  if (moved->is_ok() && io.before_vote) log_error(topology, *moved = io.before_vote());
+  const auto vote = std::chrono::steady_clock::now();
+  progress.stage = StepStage::committing;
   const bool decided = commit(moved->is_ok(), versions);
-  stats.commit_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  progress.stage = StepStage::idle;
+  stats.commit_s += since(vote);
+  stats.pause_s += since(start);  // serving stops for all of a streamed step
+  return decided;
+}
+
+bool EndpointCore::stage_version(FrameKind kind, Versions versions, const StepIO& io, Status* moved) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool rollout = topology.role == Role::rollout;
+  if (rollout) {
+    const std::string spill = config.state_dir.empty() ? "" : config.state_dir + "/rank-" + std::to_string(topology.world_rank) + ".stage";
+    stage.start(config.stage_mb << 20, spill);
+  }
+  progress.enter(rollout ? StepStage::staging : StepStage::sending, 0);
+  *moved = transfer(kind, versions, io, &stats, rollout ? &stage : nullptr);
+  if (moved->is_ok() && io.before_vote) log_error(topology, *moved = io.before_vote());
+  progress.stage = StepStage::staging;  // until every rollout holds the version
+  const bool everywhere = control->all_true(moved->is_ok());
+  stats.stage_s += since(start);
+  if (!everywhere) stage.clear(), progress.stage = StepStage::idle;
+  return everywhere;
+}
+
+bool EndpointCore::apply_version(FrameKind kind, Versions versions, Status* moved) {
+  const auto start = std::chrono::steady_clock::now();
+  progress.stage = StepStage::applying;  // a rollout's counts restart with its applies (apply_staged)
+  if (topology.role == Role::rollout) {
+    *moved = journal ? journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false).with_context("journal")
+                     : Status::ok();
+    const Link pass{link, &topology, config.window, config.timeout_s, &hooks, 0, keys.get(), config.encrypt, nullptr, &progress};
+    if (moved->is_ok()) *moved = apply_staged(&stage, pass, versions, kind == FrameKind::full, &serving, &decoder, &stats);
+    log_error(topology, *moved);
+    stage.clear();
+    progress.stage = StepStage::committing;
+  }
+  const auto vote = std::chrono::steady_clock::now();
+  const bool decided = commit(moved->is_ok(), versions);
+  progress.stage = StepStage::idle;
+  stats.commit_s += since(vote);
+  stats.pause_s += since(start);
   return decided;
 }
 
@@ -118,33 +170,68 @@ bool EndpointCore::commit(bool vote, Versions versions) {
 }
 
 Status EndpointCore::step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed) {
+  DCR_TRY(begin_step(proposed, check, closed));
+  return finish_step();
+}
+
+Status EndpointCore::begin_step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed) {
   *closed = false;
   DCR_REQUIRE(!job_closed, Code::invalid_argument,
               topology.describe() + ": the job was closed (Trainer::close); this endpoint takes no more steps");
+  DCR_REQUIRE(!pending_, Code::invalid_argument,
+              topology.describe() + ": version " + std::to_string(pending_versions_.target) +
+                  " is staged and not yet applied (Rollout::apply)");
   stats = StepStats{};
+  settled_ = false;
   const uint64_t target = control->broadcast(proposed, 0);
   if (target == kNoVersion) {
-    *closed = job_closed = true;
+    *closed = job_closed = settled_ = true;
     return Status::ok();
   }
   const std::string name = "version " + std::to_string(target);
   const Status ready = check ? check(target) : Status::ok();
-  if (!ready.is_ok()) DCR_LOG(error, "refit", "%s: %s", topology.describe().c_str(), ready.to_string().c_str());
+  log_error(topology, ready);
   if (!control->all_true(ready.is_ok())) {
     return ready.is_ok() ? Status(Code::aborted, name + " was refused by a rank before anything was sent (see its message)")
                          : ready;
   }
   const bool full = committed == kNoVersion || resumed || (failed != kNoVersion && failed != target);
   const Versions versions = full ? Versions{target, target} : Versions{committed, target};
+  const FrameKind kind = full ? FrameKind::full : FrameKind::delta;
   Status moved;
-  if (!run_step(full ? FrameKind::full : FrameKind::delta, versions, StepIO{}, &moved)) {
-    failed = target;
-    return moved.is_ok() ? Status(Code::aborted, name + " was not committed: another rank failed (see its message)")
-                         : moved.with_context(name + " was not committed");
+  if (!staged()) {
+    settled_ = true;
+    return run_step(kind, versions, StepIO{}, &moved) ? committed_step() : not_committed(target, moved);
   }
+  if (!stage_version(kind, versions, StepIO{}, &moved)) return not_committed(target, moved);
+  pending_ = true;
+  pending_kind_ = kind;
+  pending_versions_ = versions;
+  return Status::ok();
+}
+
+Status EndpointCore::finish_step() {
+  if (settled_) return Status::ok();  // closed, or streamed and committed by begin_step
+  DCR_REQUIRE(pending_, Code::invalid_argument,
+              topology.describe() + ": no version is staged (stage() failed or was not called): nothing to apply");
+  pending_ = false;
+  settled_ = true;
+  Status moved;
+  if (!apply_version(pending_kind_, pending_versions_, &moved)) return not_committed(pending_versions_.target, moved);
+  return committed_step();
+}
+
+Status EndpointCore::committed_step() {
   failed = kNoVersion;
   resumed = false;
   return Status::ok();
+}
+
+Status EndpointCore::not_committed(uint64_t target, const Status& moved) {
+  failed = target;
+  const std::string name = "version " + std::to_string(target);
+  return moved.is_ok() ? Status(Code::aborted, name + " was not committed: another rank failed (see its message)")
+                       : moved.with_context(name + " was not committed");
 }
 
 // The library's set-up of one endpoint: the topology and plan from the spec, alike on every rank.
@@ -281,15 +368,32 @@ Status Rollout::attach(const std::vector<BufferMemory>& memory) {
   return Shard::attach(core_->plan.manifest, holdings(), memory, &core_->serving);
 }
 
+namespace {
+
+Status check_attached(const EndpointCore& c) {
+  return c.serving.holdings().pieces.empty() ? Status(Code::invalid_argument, c.topology.describe() + " has no buffers attached")
+                                             : Status::ok();
+}
+
+}  // namespace
+
 Status Rollout::receive(uint64_t* version, bool* closed) {
+  DCR_TRY(core_->begin_step(kNoVersion, [this](uint64_t) { return check_attached(*core_); }, closed));
+  return apply(version);
+}
+
+Status Rollout::stage(uint64_t* version, bool* closed) {
   EndpointCore& c = *core_;
-  auto check = [&](uint64_t) {
-    return c.serving.holdings().pieces.empty()
-               ? Status(Code::invalid_argument, c.topology.describe() + " has no buffers attached")
-               : Status::ok();
-  };
-  DCR_TRY(c.step(kNoVersion, check, closed));
-  *version = c.committed;
+  DCR_REQUIRE(c.config.apply == ApplyMode::staged, Code::invalid_argument,
+              c.topology.describe() + ": stage() needs the job's option apply=staged (it is apply=stream: use receive())");
+  DCR_TRY(c.begin_step(kNoVersion, [&c](uint64_t) { return check_attached(c); }, closed));
+  *version = c.pending() ? c.pending_target() : c.committed;
+  return Status::ok();
+}
+
+Status Rollout::apply(uint64_t* version) {
+  DCR_TRY(core_->finish_step());
+  *version = core_->committed;
   return Status::ok();
 }
 

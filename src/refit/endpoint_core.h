@@ -22,6 +22,7 @@
 #include "dcr/refit/topology.h"
 #include "src/core/file_lock.h"
 #include "src/refit/context_rule.h"
+#include "src/refit/frame_stage.h"
 #include "dcr/transport/transport.h"
 
 namespace dcr {
@@ -54,9 +55,11 @@ class EndpointCore {
   FrameDecoder decoder;
   Shard baseline, current;         // trainers: the last committed shard, and the version being sent
   Shard serving;                   // rollouts: the refit target
+  FrameStage stage;                // rollouts under --apply staged: the version's frames until the pause
   std::vector<SharedBytes>* keep_sent = nullptr;  // trainers: where a step's delta frames are kept (spool)
   uint64_t committed = kNoVersion;
   StepStats stats;                 // of the last step
+  StepProgress progress;           // of the running step (read by a progress meter on another thread)
 
   // Opens the journal (state directory), reads the key file, and, for trainers, makes the
   // encoders and the baseline shard.
@@ -69,31 +72,56 @@ class EndpointCore {
   // One pass of `kind` frames base -> target: trainers send from `current` on `link`, relays
   // forward, rollouts apply (io.into, io.feed and io.sink redirect them); what this rank did is
   // added to *stats. Logs and returns this rank's error. No commit: a pass alone compares or repairs.
-  Status transfer(FrameKind kind, Versions versions, const StepIO& io, StepStats* stats);
+  Status transfer(FrameKind kind, Versions versions, const StepIO& io, StepStats* stats, FrameStage* stage = nullptr);
   // The joint commit of versions.target (commit.h) with this rank's journal, the commit phase point
   // and journal compaction; on commit, promotes the trainer's baseline and sets `committed`.
   // Returns the decision.
   bool commit(bool vote, Versions versions);
 
   // One version through this rank: every step of every job runs here (the library's step below,
-  // and the `dcr refit` job's one-job, publish and follow steps). Rollouts record `begin` (a
-  // record that cannot be written votes no), the frames move (transfer), io.before_vote runs,
-  // this rank votes and the job commits jointly. Returns the decision; *moved: this rank's part
-  // (ok when its frames moved and before_vote passed). Adds to `stats`.
+  // and the `dcr refit` job's one-job, publish and follow steps). Under --apply stream rollouts
+  // record `begin` (a record that cannot be written votes no), the frames move and apply
+  // (transfer), io.before_vote runs, this rank votes and the job commits jointly. Under --apply
+  // staged (once the job has a committed version: the first one has nothing served to protect) the
+  // same step runs as its two halves below, back to back. Returns the decision; *moved: this
+  // rank's part (ok when its frames moved and before_vote passed). Adds to `stats`.
   bool run_step(FrameKind kind, Versions versions, const StepIO& io, Status* moved);
+  // Whether this job's next step goes in two halves (every rank answers alike).
+  bool staged() const { return config.apply == ApplyMode::staged && committed != kNoVersion; }
+  // The first half: the frames move, rollouts stage them (serving buffers untouched),
+  // io.before_vote runs, and every rank learns whether the whole job holds the version. false: the
+  // step failed, nothing was applied anywhere and the stage is empty.
+  bool stage_version(FrameKind kind, Versions versions, const StepIO& io, Status* moved);
+  // The second half, the pause: rollouts record `begin` and apply what they staged, and the job
+  // commits jointly. Returns the decision.
+  bool apply_version(FrameKind kind, Versions versions, Status* moved);
 
   // The library's step: trainer 0 names `proposed` (kNoVersion ends the job: *closed; any step
   // after that is refused at once, without waiting for a peer), every rank
   // checks it is ready for the named version (`check`, null: ready), the frames move (as deltas from
   // the committed version, or full frames for the first version, after a resume, and when a failed
-  // version is abandoned for another) and the job commits.
+  // version is abandoned for another) and the job commits. begin_step and finish_step are its two
+  // halves for a staged rollout (Rollout::stage and Rollout::apply): begin_step ends with the
+  // version staged everywhere (or committed, where the step streamed), finish_step applies it.
   Status step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed);
+  Status begin_step(uint64_t proposed, const std::function<Status(uint64_t)>& check, bool* closed);
+  Status finish_step();
+  bool pending() const { return pending_; }  // a version is staged, waiting for finish_step
+  uint64_t pending_target() const { return pending_versions_.target; }
   uint64_t failed = kNoVersion;  // the target of a step that did not commit since the last commit
   bool resumed = false;          // the first step after a resume goes as full frames
   bool job_closed = false;       // trainer 0 closed the job: no step follows
 
  private:
+  // What a step leaves: `failed` and `resumed` for the next one, and the error to return.
+  Status committed_step();
+  Status not_committed(uint64_t target, const Status& moved);
+
   uint64_t passes_ = 0;
+  bool pending_ = false;   // begin_step staged pending_versions_, finish_step applies them
+  bool settled_ = false;   // begin_step ended the step itself (streamed and committed, or closed)
+  FrameKind pending_kind_ = FrameKind::delta;
+  Versions pending_versions_{};
 };
 
 }  // namespace dcr

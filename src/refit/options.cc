@@ -71,6 +71,14 @@ std::vector<Option<O>> make_table() {
               "rotation). Without it frames are unauthenticated"),
       flag<O>("encrypt", &O::encrypt,
               "with --key-file: seal frames with AES-256-GCM instead (payload encrypted on the wire and in the spool)"),
+      choice<O, ApplyMode>("apply", &O::apply, {{"stream", ApplyMode::stream}, {"staged", ApplyMode::staged}},
+                           "how rollouts take a version: stream (each frame applied as it arrives: the shortest "
+                           "refit, serving stopped for all of it) or staged (every frame received and checked "
+                           "without touching the serving buffers, then applied by every rollout in one short pause "
+                           "and committed; the buffers never hold a mix of two versions)"),
+      integer<O>("stage-mb", &O::stage_mb, 0, 1ll << 40,
+                 "--apply staged: MB of a version's frames each rollout holds in memory; beyond it they are "
+                 "spilled to --state-dir (without one the version is refused; 0: every frame spilled)"),
   };
 }
 
@@ -83,6 +91,8 @@ const char* job_role_name(JobRole role) {
 const char* context_mode_name(ContextMode mode) {
   return mode == ContextMode::on ? "true" : mode == ContextMode::off ? "false" : "auto";
 }
+
+const char* apply_mode_name(ApplyMode mode) { return mode == ApplyMode::staged ? "staged" : "stream"; }
 
 const std::vector<Option<RefitOptions>>& refit_option_table() {
   static const std::vector<Option<RefitOptions>> table = make_table();

@@ -9,6 +9,7 @@
 #include "dcr/core/ordered_pool.h"
 #include "src/core/clock.h"
 #include "src/refit/context_rule.h"
+#include "src/refit/frame_stage.h"
 
 namespace dcr {
 
@@ -16,8 +17,20 @@ const char* phase_name(Phase phase) {
   switch (phase) {
     case Phase::encode: return "encode";
     case Phase::stream: return "stream";
+    case Phase::stage: return "stage";
     case Phase::apply: return "apply";
     case Phase::commit: return "commit";
+  }
+  return "?";
+}
+
+const char* step_stage_name(StepStage stage) {
+  switch (stage) {
+    case StepStage::idle: return "idle";
+    case StepStage::sending: return "sending";
+    case StepStage::staging: return "staging";
+    case StepStage::applying: return "applying";
+    case StepStage::committing: return "committing";
   }
   return "?";
 }
@@ -35,6 +48,14 @@ Status check_unsealed(const FrameHeader& h) {
 // The caller's hook at a phase point of this step (nothing without one).
 Status reach(const Link& link, Phase phase, uint64_t target) {
   return link.hooks && link.hooks->at ? link.hooks->at(*link.topology, phase, target) : Status::ok();
+}
+
+void start_counting(const Link& link, uint64_t expected) {
+  if (link.progress) link.progress->enter(link.progress->stage, expected);
+}
+
+void count(const Link& link, uint64_t bytes) {
+  if (link.progress) link.progress->moved(bytes);
 }
 
 Status wait_for_window(Transport* transport, size_t window, double timeout_s) {
@@ -82,6 +103,7 @@ Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, Frame
                      const FrameSink& deliver) {
   const std::vector<PlannedFrame>& planned = plan.frames[trainer];
   DCR_TRY(reach(link, Phase::encode, versions.target));
+  start_counting(link, planned.size());
   // Encoders work ahead on the frames after the one being delivered (run_ordered); a frame is
   // delivered the moment it and those before it are encoded. encode_s is the time spent waiting
   // for encoders, send_s the time spent delivering.
@@ -98,6 +120,7 @@ Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, Frame
     if (stats->frames == planned.size() / 2) DCR_TRY(reach(link, Phase::stream, versions.target));
     stats->frames += 1;
     stats->wire_bytes += frames[i].size();
+    count(link, frames[i].size());
     stats->changed += encode_stats[i].changed;
     stats->context_frames += encode_stats[i].value_packing == ValuePacking::contexts;
     stats->declined_frames += encode_stats[i].contexts_declined;
@@ -173,6 +196,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
   const uint64_t expected = plan.frames_for_relay(t, relay);
   const int parent = t.relay_parent[relay] < 0 ? kAnyPeer : t.relay_rank(t.relay_parent[relay]);
   const std::string sender = feed ? "the store" : parent == kAnyPeer ? t.describe_trainers() : t.describe_rank(parent);
+  start_counting(link, expected);
   for (uint64_t n = 0; n < expected; ++n) {
     if (n == expected / 2) DCR_TRY(reach(link, Phase::stream, target));
     auto start = Clock::now();
@@ -204,6 +228,7 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
       return checked.with_context(from);
     }
     if (feed) count_published(header, stats);
+    count(link, message.bytes.size());
     auto shared = std::make_shared<const std::vector<uint8_t>>(std::move(message.bytes));
     for (int child : t.relay_children[relay]) {
       if (!RefitPlan::child_needs(t, child, *receivers)) continue;
@@ -233,33 +258,81 @@ Status apply_frame(FrameView* frame, uint64_t committed, Shard* shard, FrameDeco
   return decoder->apply_bundle(*frame, dsts, committed, outcome);
 }
 
+Status check_staged(FrameView* frame, Versions versions, bool full, Shard* shard, FrameDecoder* decoder) {
+  DCR_TRY(check_payload(frame));
+  const FrameHeader& h = frame->header;
+  DCR_REQUIRE(h.target_version == versions.target && (full || h.is_full() || h.base_version == versions.base),
+              Code::base_mismatch,
+              "frame " + h.describe() + " does not belong to this step (version " + std::to_string(versions.base) +
+                  " -> " + std::to_string(versions.target) + ")");
+  std::vector<Box> boxes = {h.box};
+  if (h.is_bundle()) DCR_TRY(decoder->bundle_boxes(*frame, &boxes));
+  Region region;
+  for (const Box& box : boxes) {
+    DCR_TRY(shard->region(box, &region).with_context("frame " + h.describe()));
+    DCR_REQUIRE(region.width == h.elem_width, Code::invalid_argument,
+                "frame " + h.describe() + " has " + std::to_string(h.elem_width) + "-byte elements, its destination " +
+                    std::to_string(region.width));
+  }
+  return Status::ok();
+}
+
 Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versions versions, bool full, Shard* shard,
-                    FrameDecoder* decoder, StepStats* stats) {
+                    FrameDecoder* decoder, StepStats* stats, FrameStage* stage) {
   const Topology& t = *link.topology;
   const uint64_t expected = plan.frames_for_rollout(rollout);
   const int parent = t.relay_rank(t.rollout_relay[rollout]);
   const uint64_t committed = full ? kAnyVersion : versions.base;
   Status first_error;
+  start_counting(link, expected);
   for (uint64_t n = 0; n < expected; ++n) {
-    if (n == expected / 2) DCR_TRY(reach(link, Phase::apply, versions.target));
+    if (n == expected / 2) DCR_TRY(reach(link, stage ? Phase::stage : Phase::apply, versions.target));
     auto start = Clock::now();
     Message message;
     Status got = link.transport->receive(parent, link.channel, &message, link.timeout_s);
     if (!got.is_ok()) return got.with_context(waiting_for(t, n, expected, t.describe_rank(parent)));
     if (message.bytes.empty()) return upstream_aborted(t, message);
     stats->wait_s += seconds_since(start);
+    stats->received_bytes += message.bytes.size();
+    count(link, message.bytes.size());
     start = Clock::now();
-    FrameView view;  // read once: opened (a sealed frame) or viewed, then applied
+    // A sealed frame that will be spilled is kept sealed (frame_stage.h): opened here to check it, and
+    // again when the pause reads it back.
+    std::vector<uint8_t> sealed;
+    if (stage && link.keys && stage->spills(message.bytes.size())) sealed = message.bytes;
+    FrameView view;  // read once: opened (a sealed frame) or viewed, then applied or staged
     Status s = link.keys ? open_frame(*link.keys, &message.bytes, &view)
                          : view_frame(message.bytes.data(), message.bytes.size(), &view);
     if (!s.is_ok()) s = s.with_context("frame " + std::to_string(n + 1) + " from " + t.describe_rank(message.peer));
     ApplyOutcome outcome;
-    if (s.is_ok()) s = apply_frame(&view, committed, shard, decoder, &outcome);
+    if (s.is_ok() && stage) s = check_staged(&view, versions, full, shard, decoder);
+    if (s.is_ok() && stage && first_error.is_ok()) s = stage->add(sealed.empty() ? std::move(message.bytes) : std::move(sealed));
+    if (s.is_ok() && !stage) s = apply_frame(&view, committed, shard, decoder, &outcome);
     if (!s.is_ok() && first_error.is_ok()) first_error = s;
     stats->frames += 1;
-    stats->apply_s += seconds_since(start);
+    if (!stage) stats->apply_s += seconds_since(start);
   }
+  if (stage) stats->staged_memory = stage->memory_bytes(), stats->staged_spilled = stage->spilled_bytes();
   return first_error;
+}
+
+Status apply_staged(FrameStage* stage, const Link& link, Versions versions, bool full, Shard* shard,
+                    FrameDecoder* decoder, StepStats* stats) {
+  const auto start = Clock::now();
+  const uint64_t committed = full ? kAnyVersion : versions.base;
+  uint64_t n = 0;
+  start_counting(link, stage->frames());
+  const Status applied = stage->for_each([&](std::vector<uint8_t>& frame, bool spilled) -> Status {
+    if (n++ == stage->frames() / 2) DCR_TRY(reach(link, Phase::apply, versions.target));
+    count(link, frame.size());
+    FrameView view;  // spilled frames of a sealed job come back sealed: authenticated again here
+    const Status read = spilled && link.keys ? open_frame(*link.keys, &frame, &view) : view_frame(frame.data(), frame.size(), &view);
+    DCR_TRY(read.with_context(std::string("staged frame ") + std::to_string(n) + (spilled ? " (read back from the spill file)" : "")));
+    ApplyOutcome outcome;
+    return apply_frame(&view, committed, shard, decoder, &outcome);
+  });
+  stats->apply_s += seconds_since(start);
+  return applied;
 }
 
 }  // namespace dcr

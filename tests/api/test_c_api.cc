@@ -107,4 +107,63 @@ TEST(CApi, ThreeVersionsThroughOpaqueHandles) {
   dcr_spec_free(spec);
 }
 
+// apply=staged through the C API: dcr_rollout_stage leaves the buffers as they were (a copy taken
+// before it equals them after), dcr_rollout_apply applies and commits, and the step's figures come
+// back from dcr_endpoint_last_pause; apply with nothing staged is refused.
+TEST(CApi, StagedVersionsReachTheBuffersOnlyAtApply) {
+  dcr_spec* spec = make_spec();
+  ASSERT_EQ(dcr_spec_set(spec, "apply", "staged"), DCR_OK);
+  dcr_comm* comm[3] = {};
+  ASSERT_EQ(dcr_comm_threads(3, comm), DCR_OK);
+  std::vector<float> trained(kRows * kCols, 1.0f), served(kRows * kCols, 0.0f);
+  std::vector<bool> untouched;
+  std::vector<uint64_t> staged_bytes;
+  std::thread trainer([&] {
+    dcr_endpoint* e = nullptr;
+    ASSERT_EQ(dcr_trainer_new(spec, comm[0], &e), DCR_OK) << dcr_last_error();
+    for (uint64_t v = 1; v <= 3; ++v) {
+      for (size_t i = v; i < trained.size(); i += 31) trained[i] += 0.5f;
+      const dcr_buffer buffer{trained.data(), trained.size() * 4, "f32", DCR_HOST};
+      EXPECT_EQ(dcr_trainer_publish(e, v, &buffer, 1), DCR_OK) << dcr_last_error();
+    }
+    EXPECT_EQ(dcr_trainer_close(e), DCR_OK);
+    dcr_endpoint_free(e);
+  });
+  std::thread relay([&] {
+    dcr_endpoint* e = nullptr;
+    ASSERT_EQ(dcr_relay_new(spec, comm[1], &e), DCR_OK) << dcr_last_error();
+    EXPECT_EQ(dcr_relay_serve(e), DCR_OK);
+    dcr_endpoint_free(e);
+  });
+  std::thread rollout([&] {
+    dcr_endpoint* e = nullptr;
+    ASSERT_EQ(dcr_rollout_new(spec, comm[2], &e), DCR_OK) << dcr_last_error();
+    const dcr_buffer buffer{served.data(), served.size() * 4, "f32", DCR_HOST};
+    ASSERT_EQ(dcr_rollout_attach(e, &buffer, 1), DCR_OK);
+    uint64_t version = 0;
+    EXPECT_EQ(dcr_rollout_apply(e, &version), DCR_INVALID_ARGUMENT);  // nothing staged yet
+    for (;;) {
+      const std::vector<float> before = served;
+      if (dcr_rollout_stage(e, &version) == DCR_CLOSED) break;
+      untouched.push_back(version == 1 || std::memcmp(before.data(), served.data(), served.size() * 4) == 0);
+      ASSERT_EQ(dcr_rollout_apply(e, &version), DCR_OK) << dcr_last_error();
+      double staging = 0, pause = 0;
+      uint64_t bytes = 0;
+      ASSERT_EQ(dcr_endpoint_last_pause(e, &staging, &pause, &bytes), DCR_OK);
+      staged_bytes.push_back(bytes);
+    }
+    dcr_endpoint_free(e);
+  });
+  trainer.join();
+  relay.join();
+  rollout.join();
+  EXPECT_EQ(untouched, (std::vector<bool>{true, true, true}));
+  ASSERT_EQ(staged_bytes.size(), 3u);
+  EXPECT_EQ(staged_bytes[0], 0u);  // the first version streams
+  EXPECT_GT(staged_bytes[1], 0u);
+  EXPECT_EQ(std::memcmp(served.data(), trained.data(), served.size() * 4), 0);
+  for (dcr_comm* c : comm) dcr_comm_free(c);
+  dcr_spec_free(spec);
+}
+
 }  // namespace

@@ -162,6 +162,87 @@ INSTANTIATE_TEST_SUITE_P(EachRoleEachPhase, JobFaultTest,
                                            FaultCase{Role::trainer, 0, Phase::commit}),
                          fault_name);
 
+// --apply staged: the one job, its records, and each role failing while the version stages or
+// inside the pause; run again, the job resumes and finishes bit-exact.
+class StagedJobTest : public JobThreadsTest {
+ protected:
+  void SetUp() override {
+    JobThreadsTest::SetUp();
+    config_.apply = ApplyMode::staged;
+  }
+};
+
+TEST_F(StagedJobTest, EveryDeltaStagesThenAppliesInAPauseBitExact) {
+  config_.rates = {5};
+  const JobRun run = run_job(config_, 5);
+  ASSERT_TRUE(every_ok(run)) << run.status[0].to_string();
+  EXPECT_EQ(committed_versions(run.report), "0:full 1:delta 2:delta 3:delta");
+  EXPECT_EQ(run.report.steps[0].apply, "stream");  // nothing was served before the first version
+  for (size_t i = 1; i < run.report.steps.size(); ++i) {
+    const StepRecord& r = run.report.steps[i];
+    EXPECT_EQ(r.apply, "staged");
+    EXPECT_GT(r.staging_s, 0);
+    EXPECT_GT(r.pause_s, 0);
+    EXPECT_GT(r.received_bytes, 0u);
+    EXPECT_EQ(r.staged_spilled, 0u);
+    // Frames are held as they arrived: what a rollout holds is what it received.
+    EXPECT_LE(r.staged_memory, r.received_bytes);
+    EXPECT_GE(r.staged_memory, r.received_bytes * 9 / 10);
+  }
+}
+
+TEST_F(StagedJobTest, FramesSpilledToTheStateDirectoryApplyBitExact) {
+  config_.stage_mb = 0;
+  const JobRun run = run_job(config_, 5);
+  ASSERT_TRUE(every_ok(run)) << run.status[0].to_string();
+  EXPECT_EQ(committed_versions(run.report), "0:full 1:delta 2:delta 3:delta");
+  EXPECT_EQ(run.report.steps[2].staged_memory, 0u);
+  EXPECT_EQ(run.report.steps[2].staged_spilled, run.report.steps[2].received_bytes);
+}
+
+TEST_F(StagedJobTest, WithNowhereToSpillAVersionBeyondTheBoundIsRefusedByName) {
+  config_.stage_mb = 0;
+  config_.state_dir.clear();
+  const JobRun run = run_job(config_, 5);
+  EXPECT_FALSE(every_ok(run));
+  EXPECT_EQ(committed_versions(run.report), "0:full");
+  EXPECT_NE(run.status[3].message().find("--stage-mb"), std::string::npos) << run.status[3].to_string();
+}
+
+class StagedJobFaultTest : public StagedJobTest, public ::testing::WithParamInterface<FaultCase> {};
+
+TEST_P(StagedJobFaultTest, AFailedVersionIsNotCommittedAndTheRerunResumes) {
+  const FaultCase c = GetParam();
+  const JobRun failed = run_job(config_, 5, fail_once(c.role, c.index, c.phase, 2));
+  EXPECT_FALSE(every_ok(failed));
+  EXPECT_EQ(committed_versions(failed.report), "0:full 1:delta");
+  const JobRun again = run_job(config_, 5);
+  ASSERT_TRUE(every_ok(again)) << again.status[0].to_string();
+  EXPECT_TRUE(noted(again, "resumed at committed version 1")) << "no resume note";
+  EXPECT_EQ(committed_versions(again.report), "2:delta 3:delta");
+}
+
+INSTANTIATE_TEST_SUITE_P(EachRoleEachPhase, StagedJobFaultTest,
+                         ::testing::Values(FaultCase{Role::trainer, 1, Phase::stream},
+                                           FaultCase{Role::relay, 0, Phase::stream},
+                                           FaultCase{Role::rollout, 1, Phase::stage},
+                                           FaultCase{Role::rollout, 1, Phase::apply},
+                                           FaultCase{Role::rollout, 0, Phase::commit}),
+                         fault_name);
+
+// A follower that stages what it reads from the store, failing while staging, then resuming.
+TEST_F(StagedJobTest, AStagedFollowerFailingWhileStagingResumes) {
+  const JobRun published = run_job(publisher(), 2);
+  ASSERT_TRUE(every_ok(published)) << published.status[0].to_string();
+  const JobRun failed = run_job(follower(), 3, fail_once(Role::rollout, 1, Phase::stage, 2));
+  EXPECT_FALSE(every_ok(failed));
+  EXPECT_EQ(committed_versions(failed.report), "0:full 1:delta");
+  const JobRun again = run_job(follower(), 3);
+  ASSERT_TRUE(every_ok(again)) << again.status[0].to_string();
+  EXPECT_EQ(committed_versions(again.report), "2:delta 3:delta");
+  for (const StepRecord& r : again.report.steps) EXPECT_EQ(r.apply, "staged");
+}
+
 // Snapshots swapped between the rollouts (untrusted state): the resume notices by box hashes,
 // discards them, re-syncs, and every byte is right after.
 TEST_F(JobThreadsTest, SwappedSnapshotsAreDiscardedByBoxHashes) {

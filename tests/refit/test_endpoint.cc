@@ -56,7 +56,19 @@ struct Seen {
   std::vector<Code> codes;
   std::vector<uint64_t> committed;
   std::vector<bool> bitexact;  // rollouts: buffers equal the expected serving layout
+  // Rollouts under apply=staged: the buffers kept the committed version's bytes throughout stage()
+  // (sampled on another thread while it ran, and after it returned); true where nothing was committed.
+  std::vector<bool> untouched;
+  std::vector<std::string> errors;  // each step's message
+  std::vector<bool> holds_committed;  // rollouts: after the step, buffers equal the committed version
+  std::vector<uint64_t> spilled;      // rollouts: the step's frame bytes staged in the state directory
 };
+
+uint64_t buffers_hash(const std::vector<std::vector<uint8_t>>& buffers) {
+  uint64_t h = 0;
+  for (const auto& b : buffers) h = h * 31 + hash64(b.data(), b.size());
+  return h;
+}
 
 class EndpointTest : public ::testing::Test {
  protected:
@@ -130,16 +142,39 @@ class EndpointTest : public ::testing::Test {
     for (size_t i = 0; i < script.size(); ++i) {
       uint64_t version = 0;
       bool closed = false;
-      const Status st = rollout->receive(&version, &closed);
+      const Status st = staged_ ? stage_and_apply(rollout.get(), memory, &version, seen) : rollout->receive(&version, &closed);
       EXPECT_FALSE(closed);
+      seen->errors.push_back(st.message());
       seen->codes.push_back(st.code());
       seen->committed.push_back(rollout->committed());
       seen->bitexact.push_back(st.is_ok() && matches(rollout->holdings(), memory, version));
+      seen->holds_committed.push_back(rollout->committed() != kNoVersion &&
+                                      matches(rollout->holdings(), memory, rollout->committed()));
+      seen->spilled.push_back(rollout->last_step().staged_spilled);
     }
     uint64_t version = 0;
     bool closed = false;
     EXPECT_TRUE(rollout->receive(&version, &closed).is_ok());
     EXPECT_TRUE(closed);
+  }
+
+  // Stages the next version while another thread (the serving engine's generation) reads the
+  // buffers and checks they still hold what they held before, then applies it (the pause).
+  Status stage_and_apply(Rollout* rollout, const CallerMemory& memory, uint64_t* version, Seen* seen) {
+    const bool serving = rollout->committed() != kNoVersion;  // the job's first version streams
+    const uint64_t before = buffers_hash(memory.buffers);
+    std::atomic<bool> staging{true}, untouched{true};
+    std::thread generation([&] {
+      while (serving && staging) untouched = untouched && buffers_hash(memory.buffers) == before;
+    });
+    bool closed = false;
+    const Status staged = rollout->stage(version, &closed);
+    staging = false;
+    generation.join();
+    seen->untouched.push_back(!serving || (untouched && buffers_hash(memory.buffers) == before));
+    if (staged.is_ok()) return rollout->apply(version);
+    EXPECT_EQ(rollout->apply(version).code(), Code::invalid_argument) << "apply() with nothing staged";
+    return staged;
   }
 
   // Whether the caller's buffers hold exactly the serving layout of the model at `version` (built
@@ -165,6 +200,7 @@ class EndpointTest : public ::testing::Test {
 
   EndpointSpec spec_;
   fs::path dir_;
+  bool staged_ = false;  // rollouts stage() then apply() (spec option apply=staged)
 };
 
 TEST_F(EndpointTest, EveryVersionCommitsBitExactIntoCallerMemory) {
@@ -309,6 +345,89 @@ TEST_P(EndpointFailureTest, NothingCommitsAndTheNextVersionCommitsBitExact) {
   arm();
   expect_failure_then_commits(run({1, 2, 3, 4}), {3, 4});
 }
+
+// apply=staged: rollouts stage each version while their buffers keep serving the committed one,
+// then apply it in the pause.
+class StagedEndpointTest : public EndpointTest {
+ protected:
+  void SetUp() override {
+    EndpointTest::SetUp();
+    spec_.options.apply = ApplyMode::staged;
+    staged_ = true;
+  }
+  void expect_all_committed(const std::vector<Seen>& seen, size_t steps) {
+    for (int r = kTrainers + kRelays; r < kRanks; ++r) {
+      for (size_t i = 0; i < steps; ++i) {
+        EXPECT_EQ(seen[r].codes[i], Code::ok) << "rollout rank " << r << " step " << i << ": " << seen[r].errors[i];
+        EXPECT_EQ(seen[r].committed[i], i + 1);
+        EXPECT_TRUE(seen[r].bitexact[i]) << "rollout rank " << r << " step " << i;
+        EXPECT_TRUE(seen[r].untouched[i]) << "rollout rank " << r << " step " << i << ": buffers changed while staging";
+      }
+    }
+  }
+};
+
+TEST_F(StagedEndpointTest, BuffersHoldOnlyTheCommittedVersionWhileTheNextStages) {
+  const std::vector<Seen> seen = run({1, 2, 3, 4});
+  expect_all_committed(seen, 4);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(journal_committed(r), 4u) << "rank " << r;
+}
+
+TEST_F(StagedEndpointTest, FramesSpilledToTheStateDirectoryApplyBitExact) {
+  spec_.options.stage_mb = 0;  // every staged frame goes to the state directory
+  const std::vector<Seen> seen = run({1, 2, 3});
+  expect_all_committed(seen, 3);
+  for (int r = kTrainers + kRelays; r < kRanks; ++r) EXPECT_GT(seen[r].spilled[2], 0u) << "rollout rank " << r;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_NE(entry.path().extension(), ".stage") << entry.path() << ": a spill file outlived its version";
+  }
+}
+
+TEST_F(StagedEndpointTest, AVersionBeyondTheBoundWithNowhereToSpillIsRefusedUnapplied) {
+  spec_.options.stage_mb = 0;
+  spec_.options.state_dir.clear();
+  const std::vector<Seen> seen = run({1, 2});
+  for (int r = kTrainers + kRelays; r < kRanks; ++r) {
+    EXPECT_EQ(seen[r].codes[0], Code::ok);  // the first version streams: nothing was served yet
+    EXPECT_EQ(seen[r].codes[1], Code::invalid_argument) << seen[r].errors[1];
+    EXPECT_NE(seen[r].errors[1].find("--stage-mb"), std::string::npos) << seen[r].errors[1];
+    EXPECT_EQ(seen[r].committed[1], 1u);
+    EXPECT_TRUE(seen[r].untouched[1]);
+    EXPECT_TRUE(seen[r].holds_committed[1]);
+  }
+  EXPECT_EQ(seen[0].codes[1], Code::aborted);
+  EXPECT_EQ(seen[0].committed[1], 1u);
+}
+
+class StagedFailureTest : public EndpointFailureTest {
+ protected:
+  void SetUp() override {
+    EndpointFailureTest::SetUp();
+    spec_.options.apply = ApplyMode::staged;
+    staged_ = true;
+  }
+};
+
+// A failure while the version stages leaves every rollout's buffers as they were; one inside the
+// pause (apply, commit) may leave part of it, which the retry completes.
+TEST_P(StagedFailureTest, NothingAppliedWhileStagingAndTheRetryCommitsBitExact) {
+  arm();
+  const std::vector<Seen> seen = run({1, 2, 2, 3});
+  expect_failure_then_commits(seen, {2, 3});
+  const bool in_pause = GetParam().phase == Phase::apply || GetParam().phase == Phase::commit;
+  for (int r = kTrainers + kRelays; r < kRanks; ++r) {
+    for (bool untouched : seen[r].untouched) EXPECT_TRUE(untouched) << "rollout rank " << r;
+    if (!in_pause) EXPECT_TRUE(seen[r].holds_committed[1]) << "rollout rank " << r << ": the failed version was applied";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EachRoleEachPhase, StagedFailureTest,
+                         ::testing::Values(FailureCase{Role::trainer, 1, Phase::stream},
+                                           FailureCase{Role::relay, 0, Phase::stream},
+                                           FailureCase{Role::rollout, 1, Phase::stage},
+                                           FailureCase{Role::rollout, 1, Phase::apply},
+                                           FailureCase{Role::rollout, 0, Phase::commit}),
+                         case_name);
 
 INSTANTIATE_TEST_SUITE_P(EachRoleEachPhase, EndpointFailureTest,
                          ::testing::Values(FailureCase{Role::trainer, 0, Phase::encode},

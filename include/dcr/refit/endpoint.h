@@ -104,9 +104,21 @@ class Rollout {
   Status attach(const std::vector<BufferMemory>& memory);
   // Takes part in the next step: applies the version in place into the caller's buffers, verified
   // frame by frame, and returns ok with *version committed; aborted when the job did not commit
-  // (the buffers may hold part of it: the retry completes it). *closed is set, with ok, when the
-  // trainers closed the job.
+  // (under apply=stream the buffers may hold part of it: the retry completes it). *closed is set,
+  // with ok, when the trainers closed the job. Under apply=staged it is stage() then apply().
   Status receive(uint64_t* version, bool* closed);
+
+  // apply=staged, the two halves of a step for a serving engine. stage() receives, authenticates
+  // and checks the next version's frames without touching the buffers (the engine keeps
+  // generating with the committed weights) and returns when every rollout of the job holds it
+  // (*version: the staged version) or the step failed (aborted: nothing applied anywhere). apply()
+  // is the pause: it applies the staged version into the buffers and returns when the job
+  // committed it (*version). The engine pauses its generation between the two. The first
+  // version of a job, with nothing served yet, streams: stage() returns with it committed and
+  // apply() has nothing left to do. apply() after a failed stage() is refused (invalid_argument).
+  // The trainers' publish() returns after the apply.
+  Status stage(uint64_t* version, bool* closed);
+  Status apply(uint64_t* version);
 
   uint64_t committed() const;
   const StepStats& last_step() const;

@@ -24,6 +24,12 @@ const char* job_role_name(JobRole role);
 enum class ContextMode { automatic, on, off };
 const char* context_mode_name(ContextMode mode);
 
+// How rollouts take a version: applied frame by frame as it streams in (the shortest refit, for
+// synchronous RL), or staged whole (received, authenticated and checked without touching the
+// serving buffers) and applied in one short pause once every rollout holds it.
+enum class ApplyMode { stream, staged };
+const char* apply_mode_name(ApplyMode mode);
+
 struct RefitOptions {
   JobRole role = JobRole::all;
   int trainers = 2;                  // trainer ranks (fsdp = trainers / train_tp)
@@ -47,6 +53,8 @@ struct RefitOptions {
   std::string state_dir;             // durable progress (journals); empty: none
   std::string key_file;              // job keys (dcr keygen): frames sealed; empty: unauthenticated
   bool encrypt = false;              // with key_file: frames sealed with AES-256-GCM
+  ApplyMode apply = ApplyMode::stream;
+  uint64_t stage_mb = 1024;          // staged: frames held in memory per rollout; beyond, spilled to state_dir
 };
 
 // The options every caller of the library may set, by the names `dcr refit` takes (without "--").

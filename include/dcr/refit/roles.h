@@ -4,6 +4,7 @@
 // layout and apply it in place with the codec's safe apply.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -20,9 +21,10 @@ namespace dcr {
 enum class FrameKind { delta, full };
 
 // The points a step passes on each rank: a trainer starts encoding, a trainer or relay has sent or
-// forwarded half its frames, a rollout has applied half its frames, a rank is about to learn the
+// forwarded half its frames, a rollout has staged half its frames (--apply staged), a rollout has
+// applied half its frames (as they stream in, or inside the pause), a rank is about to learn the
 // commit decision (after its vote).
-enum class Phase { encode, stream, apply, commit };
+enum class Phase { encode, stream, stage, apply, commit };
 const char* phase_name(Phase phase);
 
 struct Topology;
@@ -49,9 +51,30 @@ struct StepStats {
   uint64_t context_frames = 0;   // trainer: frames sent with value packing contexts
   uint64_t declined_frames = 0;  // trainer: frames --contexts auto kept in the faster coding
   double commit_s = 0;           // from the vote to the decision (this rank's; not reduced)
+  // Rollouts: the frame bytes received, and under --apply staged the bytes held until the pause
+  // (in memory and spilled to the state directory); the seconds from the step's start to the
+  // whole job holding the version (staging) and from the pause's start to the decision (pause:
+  // under --apply stream the whole step, as serving stops for all of it).
+  uint64_t received_bytes = 0, staged_memory = 0, staged_spilled = 0;
+  double stage_s = 0, pause_s = 0;
 };
 
 class ContextRule;
+class FrameStage;
+
+// What this rank's running step has done so far, readable from another thread (a progress meter):
+// the stage the step is in, and the frames this rank moved in it (sent, forwarded, received or
+// applied) of those it expects in that stage, with their bytes.
+enum class StepStage { idle, sending, staging, applying, committing };
+const char* step_stage_name(StepStage stage);
+struct StepProgress {
+  std::atomic<StepStage> stage{StepStage::idle};
+  std::atomic<uint64_t> frames{0}, expected{0}, bytes{0};
+  void enter(StepStage s, uint64_t expected_frames) {
+    frames = 0, bytes = 0, expected = expected_frames, stage = s;
+  }
+  void moved(uint64_t frame_bytes) { bytes += frame_bytes, frames += 1; }
+};
 
 struct Link {
   Transport* transport;
@@ -63,6 +86,7 @@ struct Link {
   const Keyring* keys = nullptr;     // with a key file: trainers seal, relays verify, rollouts open
   bool encrypt = false;              // trainers seal with AES-256-GCM rather than HMAC-SHA-256
   const ContextRule* contexts = nullptr;  // trainers: whether frames take value packing contexts
+  StepProgress* progress = nullptr;       // counted per frame where given
 };
 
 // Where a trainer's encoded frames go, in plan order: the root relay, or a store (--role publish).
@@ -95,9 +119,21 @@ Status relay_step(const RefitPlan& plan, const Link& link, int relay, uint64_t t
 Status apply_frame(FrameView* frame, uint64_t committed, Shard* shard, FrameDecoder* decoder, ApplyOutcome* outcome);
 
 // Applies every frame this rollout needs into `shard`; versions.base is its committed version (the
-// base every delta must name); `full` frames apply over anything. Keeps receiving after a failed apply, so the sender side is drained, and
-// returns the first error.
+// base every delta must name); `full` frames apply over anything. With `stage` (--apply staged)
+// each frame is checked as far as it can be without applying it (check_staged) and held there
+// instead; `shard` is not touched. Keeps receiving after a failed frame, so the sender side is
+// drained, and returns the first error.
 Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versions versions, bool full, Shard* shard,
+                    FrameDecoder* decoder, StepStats* stats, FrameStage* stage = nullptr);
+
+// What a rollout checks of a frame it stages: its payload, its versions (this step's target; a
+// delta on the committed base) and that each box it carries lies in `shard`.
+Status check_staged(FrameView* frame, Versions versions, bool full, Shard* shard, FrameDecoder* decoder);
+
+// The pause of --apply staged: applies every frame held in `stage` into `shard` (each viewed and
+// checked again: the spill file is read back), reaching Phase::apply halfway; stops at the first
+// error.
+Status apply_staged(FrameStage* stage, const Link& link, Versions versions, bool full, Shard* shard,
                     FrameDecoder* decoder, StepStats* stats);
 
 }  // namespace dcr
