@@ -13,7 +13,18 @@ of vLLM's layout (tests/models/vllm_reference.py), and the rollouts' logits must
 bit those of a reference model built from that state. Exit status 0 only if every version
 committed and every check held.
 
+With --apply staged (dcr's apply=staged) each rollout keeps serving while a version stages: a
+thread runs forward passes on the evaluation sequence with the committed weights while stage()
+receives and checks the next version, and every one of those logits must equal bit for bit the
+logits computed before staging began (and the tensors their bits before it). Then the rollout
+stops the thread (the pause), apply() writes the version in place, and the checks above run. Per
+version it prints the slowest rollout's staging seconds (stage(), from its call: that includes
+waiting for the trainers' next step) and pause seconds (stopping the thread, then apply()), and the
+forward passes done while staging. The first version has nothing served yet: it streams, and
+stage() returns with it committed.
+
   mpirun -np 5 python3 examples/torch_refit/demo.py --steps 20
+  mpirun -np 5 python3 examples/torch_refit/demo.py --steps 20 --apply staged
 """
 import argparse
 import json
@@ -44,6 +55,8 @@ def parse_args():
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--text", default="/usr/share/common-licenses/GPL-3", help="training text (bytes are tokens)")
     p.add_argument("--transport", default="ucx", choices=["ucx", "mpi"])
+    p.add_argument("--apply", default="stream", choices=["stream", "staged"],
+                   help="staged: rollouts keep generating while a version stages, then apply it in a short pause")
     return p.parse_args()
 
 
@@ -56,7 +69,7 @@ def numpy_to_bf16(a):
 
 
 def make_spec(args, names, shapes):
-    spec = dcr.Spec(trainers=args.trainers, relays=1, rollout_tp=args.rollout_tp, fuse=True)
+    spec = dcr.Spec(trainers=args.trainers, relays=1, rollout_tp=args.rollout_tp, fuse=True, apply=args.apply)
     for name, shape in zip(names, shapes):
         spec.add_tensor(name, "bf16", shape)
     spec.set_model_config(json.dumps(CONFIG))
@@ -155,6 +168,50 @@ class Rollout:
         reference = reference_logits(full_state, tokens, self.args.rollout_tp) if self.tp_rank == 0 else logits
         return tensors_ok, bool(torch.equal(logits.view(torch.int32), reference.view(torch.int32)))
 
+    def stage_and_apply(self, tokens):
+        """apply=staged: the next version staged while a Generation serves the committed one (none
+        before the first version), then applied in the pause. Returns (version or None at the end,
+        (staging s, pause s, forward passes while staging, served weights unchanged and apply()
+        returned the staged version))."""
+        generation = Generation(self, tokens) if self.endpoint.committed is not None else None
+        start = time.perf_counter()
+        version = self.endpoint.stage()
+        staged = time.perf_counter()
+        forwards, unchanged = generation.stop() if generation else (0, True)
+        if version is not None:
+            unchanged &= self.endpoint.apply() == version
+        return version, (staged - start, time.perf_counter() - staged, forwards, unchanged)
+
+
+class Generation:
+    """A rollout serving on a thread while a version stages: forward passes on the evaluation
+    sequence with the committed weights, each one's logits compared bit for bit with those computed
+    before staging began. The thread only reads the tensors; stop() ends it before apply() writes them.
+    Its MPI calls run beside dcr's (mpi4py asks for MPI_THREAD_MULTIPLE)."""
+
+    def __init__(self, rollout, tokens):
+        self.rollout, self.tokens = rollout, tokens
+        self.before = rollout.forward(tokens).view(torch.int32)
+        self.bits = [t.clone() for t in rollout.tensors.values()]
+        self.forwards, self.unchanged, self.stopping = 0, True, threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        # A forward exchanges partial results over the replica: its tp ranks agree before each one.
+        while not self.rollout.comm.allreduce(self.stopping.is_set(), op=MPI.LOR):
+            logits = self.rollout.forward(self.tokens)
+            self.unchanged &= torch.equal(logits.view(torch.int32), self.before)
+            self.forwards += 1
+
+    def stop(self):
+        """Stops the thread; returns (forward passes done, logits and tensors unchanged throughout)."""
+        self.stopping.set()
+        self.thread.join()
+        same = all(torch.equal(a.view(torch.int16), b.view(torch.int16))
+                   for a, b in zip(self.rollout.tensors.values(), self.bits))
+        return self.forwards, self.unchanged and same
+
 
 def main():
     args = parse_args()
@@ -179,7 +236,7 @@ def main():
     with open(args.text, "rb") as f:
         tokens = torch.tensor(list(f.read(args.seq)), dtype=torch.long)  # the evaluation sequence
 
-    failures = 0
+    failures, staged = 0, args.apply == "staged"
     if role == "relay":
         endpoint = dcr.Relay(spec, comm)
         endpoint.serve()
@@ -190,9 +247,10 @@ def main():
         if rank == 0:
             print(f"torch_refit: {args.trainers} trainers (FSDP {args.trainers}) -> 1 relay -> {rollouts} rollouts "
                   f"(vLLM TP {args.rollout_tp}), {sum(p.numel() for p in params.values())} parameters, "
-                  f"text {args.text}, transport {args.transport}")
+                  f"text {args.text}, transport {args.transport}, apply {args.apply}")
             print(f"{'version':>7} {'loss':>7} {'changed':>8} {'wire B':>9} {'full B':>9} {'refit s':>8} "
-                  f"{'full s':>8} {'tensors':>8} {'logits':>8}")
+                  f"{'full s':>8} {'tensors':>8} {'logits':>8}"
+                  + (f" {'stage s':>8} {'pause s':>8} {'forwards':>8} {'served':>9}" if staged else ""))
         for version in range(1, args.steps + 2):
             loss = trainer.step(version) if version > 1 else float("nan")
             seconds, state = trainer.publish(version)
@@ -209,27 +267,37 @@ def main():
             results = verify.gather(None, root=0)[1:]
             tensors_ok, logits_ok = all(r[0] for r in results), all(r[1] for r in results)
             failures += (not tensors_ok) + (not logits_ok)
+            columns = ""
+            if staged:  # the slowest rollout's staging and pause, the fewest forward passes
+                unchanged = all(r[2][3] for r in results)
+                failures += not unchanged
+                columns = (f" {max(r[2][0] for r in results):>8.4f} {max(r[2][1] for r in results):>8.4f} "
+                           f"{min(r[2][2] for r in results):>8} {'unchanged' if unchanged else 'CHANGED':>9}")
             changed = (sum(int((a != b).sum()) for a, b in zip(bits, previous)) / sum(a.size for a in bits)
                        if previous else 1.0)
             previous = bits
             full_bytes = sum(a.nbytes for a in bits)
             print(f"{version:>7} {loss:>7.4f} {100 * changed:>7.2f}% {wire:>9} {full_bytes:>9} {seconds:>8.4f} "
-                  f"{full_seconds:>8.4f} {'equal' if tensors_ok else 'DIFFER':>8} {'equal' if logits_ok else 'DIFFER':>8}",
-                  flush=True)
+                  f"{full_seconds:>8.4f} {'equal' if tensors_ok else 'DIFFER':>8} {'equal' if logits_ok else 'DIFFER':>8}"
+                  + columns, flush=True)
         endpoint.close()
     else:
         endpoint = dcr.Rollout(spec, comm)
         rollout = Rollout(args, endpoint, index, replica)
-        while endpoint.receive() is not None:
+        while True:
+            version, figures = rollout.stage_and_apply(tokens) if staged else (endpoint.receive(), None)
+            if version is None:
+                break
             verify.Barrier()
             full_state = verify.bcast(None, root=0)
             verify.Barrier()
-            verify.gather(rollout.check(full_state, tokens), root=0)
+            verify.gather(rollout.check(full_state, tokens) + (figures,), root=0)
     endpoint.free()
     comm.free()
     failures = world.allreduce(failures)
     if rank == 0:
-        print("torch_refit: every version committed; rollout tensors and logits bit-equal to the reference"
+        done = "; served weights unchanged while staging" if staged else ""
+        print("torch_refit: every version committed; rollout tensors and logits bit-equal to the reference" + done
               if failures == 0 else f"torch_refit: {failures} check(s) FAILED")
     return 0 if failures == 0 else 1
 
