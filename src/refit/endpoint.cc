@@ -244,7 +244,9 @@ Status set_up_endpoint(const EndpointSpec& spec, Transport* t, Collective* c, Ro
   DCR_REQUIRE(!spec.manifest.tensors.empty(), Code::invalid_argument, "the endpoint spec has no tensors");
   core->config = spec.options;
   if (core->config.relays < 0) core->config.relays = 1;
-  DCR_TRY(check_refit_options(core->config));
+  RefitOptions checked = core->config;  // keys in the spec stand for a key file (encrypt needs one or the other)
+  if (!spec.keys.keys().empty() && checked.key_file.empty()) checked.key_file = "the spec's keys";
+  DCR_TRY(check_refit_options(checked));
   core->transport = core->link = t;
   core->control = c;
   core->hooks = spec.hooks;

@@ -27,8 +27,8 @@ void FrameStage::start(uint64_t memory_bytes, std::string spill_path) {
 
 Status FrameStage::add(std::vector<uint8_t> frame) {
   frames_ += 1;
-  if (!spills(frame.size())) {
-    memory_bytes_ += frame.size();
+  if (!spills(frame.capacity())) {
+    memory_bytes_ += frame.capacity();  // what the frame holds of memory (an opened frame is shorter)
     held_.push_back(std::move(frame));
     return Status::ok();
   }

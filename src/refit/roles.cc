@@ -299,7 +299,7 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
     // A sealed frame that will be spilled is kept sealed (frame_stage.h): opened here to check it, and
     // again when the pause reads it back.
     std::vector<uint8_t> sealed;
-    if (stage && link.keys && stage->spills(message.bytes.size())) sealed = message.bytes;
+    if (stage && link.keys && stage->spills(message.bytes.capacity())) sealed = message.bytes;
     FrameView view;  // read once: opened (a sealed frame) or viewed, then applied or staged
     Status s = link.keys ? open_frame(*link.keys, &message.bytes, &view)
                          : view_frame(message.bytes.data(), message.bytes.size(), &view);
@@ -326,7 +326,10 @@ Status apply_staged(FrameStage* stage, const Link& link, Versions versions, bool
     if (n++ == stage->frames() / 2) DCR_TRY(reach(link, Phase::apply, versions.target));
     count(link, frame.size());
     FrameView view;  // spilled frames of a sealed job come back sealed: authenticated again here
-    const Status read = spilled && link.keys ? open_frame(*link.keys, &frame, &view) : view_frame(frame.data(), frame.size(), &view);
+    Status read = view_frame(frame.data(), frame.size(), &view);
+    if (read.is_ok() && view.header.seal != Seal::none) {
+      read = link.keys ? open_frame(*link.keys, &frame, &view) : check_unsealed(view.header);
+    }
     DCR_TRY(read.with_context(std::string("staged frame ") + std::to_string(n) + (spilled ? " (read back from the spill file)" : "")));
     ApplyOutcome outcome;
     return apply_frame(&view, committed, shard, decoder, &outcome);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -397,6 +398,38 @@ TEST_F(StagedEndpointTest, AVersionBeyondTheBoundWithNowhereToSpillIsRefusedUnap
   }
   EXPECT_EQ(seen[0].codes[1], Code::aborted);
   EXPECT_EQ(seen[0].committed[1], 1u);
+}
+
+// A sealed (encrypted) job's frames spilled to the state directory stay sealed there: one altered
+// between stage() and the pause is refused when read back, nothing commits, and the retry
+// commits bit-exact.
+TEST_F(StagedEndpointTest, ASpilledSealedFrameAlteredBeforeThePauseIsRefused) {
+  Key key;
+  key.id = 5;
+  key.bytes.fill(0x5c);
+  spec_.keys = Keyring::of({key});
+  spec_.options.encrypt = true;
+  spec_.options.stage_mb = 0;
+  const std::string spill = (dir_ / "rank-3.stage").string();  // rollout 0
+  auto altered = std::make_shared<std::atomic<bool>>(false);
+  spec_.hooks.at = [spill, altered](const Topology& rank, Phase phase, uint64_t target) {
+    if (rank.role == Role::rollout && rank.index == 0 && phase == Phase::apply && target == 2 && !altered->exchange(true)) {
+      std::fstream file(spill, std::ios::in | std::ios::out | std::ios::binary);
+      file.seekg(-1, std::ios::end);
+      const char last = static_cast<char>(file.get() ^ 0x01);
+      file.seekp(-1, std::ios::end);
+      file.put(last);
+    }
+    return Status::ok();
+  };
+  const std::vector<Seen> seen = run({1, 2, 2, 3});
+  ASSERT_TRUE(altered->load());
+  EXPECT_NE(seen[3].codes[1], Code::ok);
+  EXPECT_NE(seen[3].errors[1].find("spill file"), std::string::npos) << seen[3].errors[1];
+  for (int r = kTrainers + kRelays; r < kRanks; ++r) {
+    EXPECT_EQ(seen[r].committed[1], 1u);
+    for (size_t i : {0, 2, 3}) EXPECT_TRUE(seen[r].bitexact[i]) << "rollout rank " << r << " step " << i;
+  }
 }
 
 class StagedFailureTest : public EndpointFailureTest {
