@@ -101,7 +101,7 @@ bool EndpointCore::run_step(FrameKind kind, Versions versions, const StepIO& io,
   const bool decided = commit(moved->is_ok(), versions);
   progress.stage = StepStage::idle;
   stats.commit_s += since(vote);
-  stats.pause_s += since(start);  // serving stops for all of a streamed step
+  if (topology.role == Role::rollout) stats.pause_s += since(start);  // serving stops for all of a streamed step
   return decided;
 }
 
@@ -117,7 +117,7 @@ bool EndpointCore::stage_version(FrameKind kind, Versions versions, const StepIO
   if (moved->is_ok() && io.before_vote) log_error(topology, *moved = io.before_vote());
   progress.stage = StepStage::staging;  // until every rollout holds the version
   const bool everywhere = control->all_true(moved->is_ok());
-  stats.stage_s += since(start);
+  if (rollout) stats.stage_s += since(start);
   if (!everywhere) stage.clear(), progress.stage = StepStage::idle;
   return everywhere;
 }
@@ -138,7 +138,7 @@ bool EndpointCore::apply_version(FrameKind kind, Versions versions, Status* move
   const bool decided = commit(moved->is_ok(), versions);
   progress.stage = StepStage::idle;
   stats.commit_s += since(vote);
-  stats.pause_s += since(start);
+  if (topology.role == Role::rollout) stats.pause_s += since(start);  // until this rollout may serve again
   return decided;
 }
 

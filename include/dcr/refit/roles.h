@@ -53,8 +53,10 @@ struct StepStats {
   double commit_s = 0;           // from the vote to the decision (this rank's; not reduced)
   // Rollouts: the frame bytes received, and under --apply staged the bytes held until the pause
   // (in memory and spilled to the state directory); the seconds from the step's start to the
-  // whole job holding the version (staging) and from the pause's start to the decision (pause:
-  // under --apply stream the whole step, as serving stops for all of it).
+  // whole job holding the version (staging) and from the pause's start to this rollout learning
+  // the decision (pause: under --apply stream the whole step, as serving stops for all of it).
+  // Trainers and relays count none of them (a trainer's baseline promotion after the decision is
+  // not a pause of serving).
   uint64_t received_bytes = 0, staged_memory = 0, staged_spilled = 0;
   double stage_s = 0, pause_s = 0;
 };
