@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # PNG plots (into DIR) of a benchmark's results, drawn with gnuplot from CSV files extracted here
 # into DIR/plots/:
-#   perf/bench_refit.sh output (refit-<gbps>-<contexts>.csv): refit-time.png (delta vs full refit vs MPI_Bcast
+#   perf/bench_refit.sh output (refit-<gbps>-<contexts>-<apply>.csv): refit-time.png (delta vs full refit vs MPI_Bcast
 #     per link) and refit-stages.png (seconds per stage of every delta refit);
 #   perf/bench_codec.sh output (codec.json): codec-bytes.png (wire bytes vs the entropy bound and
 #     the NeMo-style and PULSE-style encodings) and codec-speed.png (encode and apply GB/s beside
@@ -16,17 +16,17 @@ compgen -G "$dir/refit-*.csv" >/dev/null || [ -f "$dir/codec.json" ] ||
   { echo "perf/report.sh: no refit-*.csv or codec.json in '$dir'" >&2; exit 1; }
 mkdir -p "$dir/plots"
 
-# refit-<gbps>-<contexts>.csv -> plots/refit-time-<i>.csv (one per link and mode) and plots/refit-stages.csv; prints
+# refit-<gbps>-<contexts>-<apply>.csv -> plots/refit-time-<i>.csv (one per link and mode) and plots/refit-stages.csv; prints
 # the link labels (quoted, fastest first) and the number of delta steps.
 refit_csvs() {
   python3 - "$1" <<'PY'
 import csv, glob, os, sys
 d = sys.argv[1]
 paths = glob.glob(os.path.join(d, "refit-*.csv"))
-def link_of(path):  # refit-<gbps>-<contexts>.csv (older runs: refit-<gbps>.csv)
-    name = os.path.basename(path)[6:-4]
-    gbps, _, contexts = name.partition("-")
-    return float(gbps), contexts or "auto", path
+def link_of(path):  # refit-<gbps>-<contexts>-<apply>.csv (older runs: refit-<gbps>[-<contexts>].csv)
+    parts = os.path.basename(path)[6:-4].split("-")
+    contexts = parts[1] if len(parts) > 1 else "auto"
+    return float(parts[0]), contexts + (", apply " + parts[2] if len(parts) > 2 else ""), path
 links = sorted(link_of(p) for p in paths)
 links = [l for l in links if l[0] == 0] + sorted((l for l in links if l[0] > 0), key=lambda l: (-l[0], l[1]))
 labels, stages = [], []
@@ -40,7 +40,7 @@ for i, (gbps, contexts, path) in enumerate(links, 1):
             out.write("%.3f,%s,%s,%s\n" % (100 * float(r["change_rate"]), r["seconds"], r["full_seconds"],
                                            r["bcast_seconds"]))
     for r in rows:
-        stages.append(["%g%% | %s" % (round(100 * float(r["change_rate"]), 1), label)] +
+        stages.append(["%g%% | %s" % (round(100 * float(r["change_rate"]), 1), label.replace(",", ""))] +
                       [r[k] for k in ("encode_s", "send_s", "relay_s", "apply_s", "commit_s", "seconds")])
 with open(os.path.join(d, "plots", "refit-stages.csv"), "w") as out:
     out.write("# case,encode_s,send_s,relay_s,apply_s,commit_s,seconds\n")
