@@ -35,6 +35,9 @@ Status EndpointCore::open_state() {
     context_rule.start(config.contexts, config.link_gbps, config.encode_threads);
     baseline = Shard(plan.manifest, plan.trainer_holdings[topology.index]);
   }
+  if (topology.role == Role::rollout) {
+    for (int i = 1; i < config.apply_threads; ++i) more_decoders.push_back(std::make_unique<FrameDecoder>());
+  }
   if (config.state_dir.empty()) return Status::ok();
   DCR_TRY(files::make_dirs(config.state_dir, files::kPrivateDir).with_context("state directory"));
   const std::string rank = config.state_dir + "/rank-" + std::to_string(topology.world_rank);
@@ -129,7 +132,9 @@ bool EndpointCore::apply_version(FrameKind kind, Versions versions, Status* move
     *moved = journal ? journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false).with_context("journal")
                      : Status::ok();
     const Link pass{link, &topology, config.window, config.timeout_s, &hooks, 0, keys.get(), config.encrypt, nullptr, &progress};
-    if (moved->is_ok()) *moved = apply_staged(&stage, pass, versions, kind == FrameKind::full, &serving, &decoder, &stats);
+    std::vector<FrameDecoder*> decoders = {&decoder};
+    for (const auto& d : more_decoders) decoders.push_back(d.get());
+    if (moved->is_ok()) *moved = apply_staged(&stage, pass, versions, kind == FrameKind::full, &serving, decoders, &stats);
     log_error(topology, *moved);
     stage.clear();
     progress.stage = StepStage::committing;

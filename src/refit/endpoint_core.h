@@ -53,6 +53,7 @@ class EndpointCore {
   std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
   ContextRule context_rule;        // trainers: --contexts, with what the sends and applies measured
   FrameDecoder decoder;
+  std::vector<std::unique_ptr<FrameDecoder>> more_decoders;  // rollouts: --apply-threads beyond the first
   Shard baseline, current;         // trainers: the last committed shard, and the version being sent
   Shard serving;                   // rollouts: the refit target
   FrameStage stage;                // rollouts under --apply staged: the version's frames until the pause

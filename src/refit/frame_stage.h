@@ -1,13 +1,11 @@
 // A rollout's frames of one version, held from their arrival to the pause (--apply staged): as they
 // arrived (compressed), in memory up to a bound, then appended to a spill file beside the rank's
-// journal. The caller keeps a spilled frame sealed where the job seals frames (spilled(): it is
-// opened again, authenticated, when read back), so a spill file holds no plaintext and a file
-// altered meanwhile is refused. Nothing here touches the serving buffers.
+// journal. The caller keeps a spilled frame sealed where the job seals frames (it is opened
+// again, authenticated, when read back), so a spill file holds no plaintext and a file altered
+// meanwhile is refused. Nothing here touches the serving buffers.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,29 +24,33 @@ class FrameStage {
   // `spill_path` (empty: none; a version that needs more is refused).
   void start(uint64_t memory_bytes, std::string spill_path);
   // Whether a frame of `bytes` would be spilled rather than held in memory.
-  bool spills(uint64_t bytes) const { return spill_ != nullptr || memory_bytes_ + bytes > bound_; }
+  bool spills(uint64_t bytes) const { return spill_fd_ >= 0 || memory_bytes_ + bytes > bound_; }
   // Holds one frame. invalid_argument when it fits neither in memory nor in a spill file;
   // io_error naming the file when the spill cannot be written (a full disk).
   Status add(std::vector<uint8_t> frame);
-  // Calls `apply` with every frame in arrival order and whether it was spilled (read back one at a
-  // time); stops at the first error.
-  Status for_each(const std::function<Status(std::vector<uint8_t>& frame, bool spilled)>& apply);
+  // Frame i in arrival order: the one held in memory, or read back from the spill file into
+  // *scratch; *frame points at it. Several threads may get distinct frames at once.
+  Status get(size_t i, std::vector<uint8_t>* scratch, std::vector<uint8_t>** frame);
   // Frees the memory and removes the spill file.
   void clear();
 
-  uint64_t frames() const { return frames_; }
+  uint64_t frames() const { return held_.size() + spilled_.size(); }
+  bool spilled(size_t i) const { return i >= held_.size(); }
   uint64_t bytes() const { return memory_bytes_ + spilled_bytes_; }  // frame bytes held
   uint64_t memory_bytes() const { return memory_bytes_; }            // of them in memory
   uint64_t spilled_bytes() const { return spilled_bytes_; }          // of them in the spill file
 
  private:
-  Status spill(const std::vector<uint8_t>& frame);
+  struct Spilled {
+    uint64_t offset, size;
+  };
 
   uint64_t bound_ = 0;
   std::string spill_path_;
-  std::vector<std::vector<uint8_t>> held_;
-  std::FILE* spill_ = nullptr;
-  uint64_t frames_ = 0, memory_bytes_ = 0, spilled_bytes_ = 0;
+  std::vector<std::vector<uint8_t>> held_;  // the first frames, in memory
+  std::vector<Spilled> spilled_;            // the rest, where they lie in the spill file
+  int spill_fd_ = -1;
+  uint64_t memory_bytes_ = 0, spilled_bytes_ = 0;
 };
 
 }  // namespace dcr

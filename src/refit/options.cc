@@ -79,6 +79,9 @@ std::vector<Option<O>> make_table() {
       integer<O>("stage-mb", &O::stage_mb, 0, 1ll << 40,
                  "--apply staged: MB of a version's frames each rollout holds in memory; beyond it they are "
                  "spilled to --state-dir (without one the version is refused; 0: every frame spilled)"),
+      integer<O>("apply-threads", &O::apply_threads, 1, 256,
+                 "--apply staged: threads each rollout applies its staged frames with in the pause (the frames "
+                 "are disjoint boxes of its buffers; cores a rollout may use while serving is paused)"),
   };
 }
 

@@ -317,23 +317,31 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
 }
 
 Status apply_staged(FrameStage* stage, const Link& link, Versions versions, bool full, Shard* shard,
-                    FrameDecoder* decoder, StepStats* stats) {
+                    const std::vector<FrameDecoder*>& decoders, StepStats* stats) {
   const auto start = Clock::now();
   const uint64_t committed = full ? kAnyVersion : versions.base;
-  uint64_t n = 0;
-  start_counting(link, stage->frames());
-  const Status applied = stage->for_each([&](std::vector<uint8_t>& frame, bool spilled) -> Status {
-    if (n++ == stage->frames() / 2) DCR_TRY(reach(link, Phase::apply, versions.target));
-    count(link, frame.size());
+  const size_t frames = stage->frames();
+  start_counting(link, frames);
+  std::atomic<size_t> started{0};
+  std::vector<std::vector<uint8_t>> scratch(decoders.size());  // one per worker: a spilled frame read back
+  // Each worker applies whole frames; a rollout's frames are disjoint boxes of its buffers.
+  auto apply_one = [&](size_t i, int worker) -> Status {
+    if (started++ == frames / 2) DCR_TRY(reach(link, Phase::apply, versions.target));
+    std::vector<uint8_t>* frame = nullptr;
+    DCR_TRY(stage->get(i, &scratch[worker], &frame));
+    count(link, frame->size());
     FrameView view;  // spilled frames of a sealed job come back sealed: authenticated again here
-    Status read = view_frame(frame.data(), frame.size(), &view);
+    Status read = view_frame(frame->data(), frame->size(), &view);
     if (read.is_ok() && view.header.seal != Seal::none) {
-      read = link.keys ? open_frame(*link.keys, &frame, &view) : check_unsealed(view.header);
+      read = link.keys ? open_frame(*link.keys, frame, &view) : check_unsealed(view.header);
     }
-    DCR_TRY(read.with_context(std::string("staged frame ") + std::to_string(n) + (spilled ? " (read back from the spill file)" : "")));
+    DCR_TRY(read.with_context("staged frame " + std::to_string(i + 1) +
+                              (stage->spilled(i) ? " (read back from the spill file)" : "")));
     ApplyOutcome outcome;
-    return apply_frame(&view, committed, shard, decoder, &outcome);
-  });
+    return apply_frame(&view, committed, shard, decoders[worker], &outcome);
+  };
+  const int threads = static_cast<int>(decoders.size());
+  const Status applied = run_ordered(frames, threads, 4 * decoders.size(), apply_one, [](size_t) { return Status::ok(); });
   stats->apply_s += seconds_since(start);
   return applied;
 }

@@ -5,7 +5,7 @@
 #     finishes every version verified byte for byte against the model, every rank on version 3,
 #     and --serve-dir names version 3 (its files are written from committed versions only);
 #  2. sealed, encrypted frames all spilled to the state directory (--stage-mb 0) apply bit-exact
-#     and no spill file outlives its version; FP8 serving staged, bit-exact;
+#     on two threads and no spill file outlives its version; FP8 serving staged, bit-exact;
 #  3. --stage-mb 0 without a --state-dir: version 1 is refused naming --stage-mb, nothing committed.
 # Usage: staged.sh DCR_BINARY
 set -uo pipefail
@@ -37,7 +37,8 @@ done
 echo "sealed frames spilled, FP8 staged:"
 "$dcr" keygen "$work/job.key" >/dev/null
 state="$work/sealed"
-timeout 120 "${job[@]}" --state-dir "$state" --stage-mb 0 --key-file "$work/job.key" --encrypt --rates 5 >"$work/out" 2>&1
+timeout 120 "${job[@]}" --state-dir "$state" --stage-mb 0 --apply-threads 2 --key-file "$work/job.key" --encrypt --rates 5 \
+  >"$work/out" 2>&1
 rc=$?
 why=""
 if [ "$rc" -ne 0 ]; then why="exit $rc"
@@ -45,7 +46,7 @@ elif [ "$(grep -c "^v[123] .*verified" "$work/out")" -ne 3 ]; then why="not ever
 elif ! grep -q "MB held in memory, [0-9.]*[1-9][0-9.]* MB spilled" "$work/out"; then why="nothing was spilled"
 elif ls "$state"/*.stage >/dev/null 2>&1; then why="a spill file outlived its version"
 fi
-report "$why" "AES-256-GCM frames, --stage-mb 0" "every delta spilled, opened again when read back, verified"
+report "$why" "AES-256-GCM frames, --stage-mb 0, --apply-threads 2" "every delta spilled, opened again when read back, verified"
 fp8=(mpirun --oversubscribe -np 4 "$dcr" refit --model tiny --trainers 2 --relays 1 --rollout-tp 1 --steps 3
      --apply staged --serve-quant fp8-block --compare-full false --compare-bcast false --timeout 30)
 accepted "FP8 serving (block-quantized, TP 1), staged" 120 "${fp8[@]}"

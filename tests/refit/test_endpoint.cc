@@ -384,6 +384,12 @@ TEST_F(StagedEndpointTest, FramesSpilledToTheStateDirectoryApplyBitExact) {
   }
 }
 
+TEST_F(StagedEndpointTest, SeveralApplyThreadsInThePauseApplyBitExact) {
+  spec_.options.apply_threads = 3;
+  spec_.options.stage_mb = 0;  // every frame read back from the spill file by the workers
+  expect_all_committed(run({1, 2, 3, 4}), 4);
+}
+
 TEST_F(StagedEndpointTest, AVersionBeyondTheBoundWithNowhereToSpillIsRefusedUnapplied) {
   spec_.options.stage_mb = 0;
   spec_.options.state_dir.clear();

@@ -16,10 +16,12 @@ std::vector<uint8_t> frame(uint8_t fill, size_t bytes) { return std::vector<uint
 // Every frame given back, in order, with whether it was spilled.
 std::vector<std::pair<std::vector<uint8_t>, bool>> given_back(FrameStage* stage) {
   std::vector<std::pair<std::vector<uint8_t>, bool>> out;
-  EXPECT_TRUE(stage->for_each([&](std::vector<uint8_t>& f, bool spilled) {
-    out.emplace_back(f, spilled);
-    return Status::ok();
-  }).is_ok());
+  std::vector<uint8_t> scratch;
+  for (size_t i = 0; i < stage->frames(); ++i) {
+    std::vector<uint8_t>* frame = nullptr;
+    EXPECT_TRUE(stage->get(i, &scratch, &frame).is_ok());
+    out.emplace_back(*frame, stage->spilled(i));
+  }
   return out;
 }
 
@@ -68,6 +70,21 @@ TEST(StagedFramesTest, ASpillFileThatCannotBeWrittenNamesIt) {
   const Status st = stage.add(frame(1, 10));
   EXPECT_EQ(st.code(), Code::io_error);
   EXPECT_NE(st.message().find(spill), std::string::npos) << st.message();
+}
+
+TEST(StagedFramesTest, ASpillFileCutShortIsAnErrorNamingIt) {
+  const std::string spill = test::scratch_dir("stage") + "/s";
+  FrameStage stage;
+  stage.start(0, spill);
+  ASSERT_TRUE(stage.add(frame(1, 10)).is_ok());
+  ASSERT_TRUE(stage.add(frame(2, 10)).is_ok());
+  std::filesystem::resize_file(spill, 15);
+  std::vector<uint8_t> scratch;
+  std::vector<uint8_t>* back = nullptr;
+  EXPECT_TRUE(stage.get(0, &scratch, &back).is_ok());
+  const Status st = stage.get(1, &scratch, &back);
+  EXPECT_EQ(st.code(), Code::io_error);
+  EXPECT_NE(st.message().find("shorter than what was written"), std::string::npos) << st.message();
 }
 
 TEST(StagedFramesTest, AStartedStageIsEmptyAndItsOldSpillGone) {

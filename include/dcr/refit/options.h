@@ -55,6 +55,7 @@ struct RefitOptions {
   bool encrypt = false;              // with key_file: frames sealed with AES-256-GCM
   ApplyMode apply = ApplyMode::stream;
   uint64_t stage_mb = 1024;          // staged: frames held in memory per rollout; beyond, spilled to state_dir
+  int apply_threads = 1;             // staged: threads each rollout applies its frames with in the pause
 };
 
 // The options every caller of the library may set, by the names `dcr refit` takes (without "--").

@@ -133,9 +133,9 @@ Status rollout_step(const RefitPlan& plan, const Link& link, int rollout, Versio
 Status check_staged(FrameView* frame, Versions versions, bool full, Shard* shard, FrameDecoder* decoder);
 
 // The pause of --apply staged: applies every frame held in `stage` into `shard` (each viewed and
-// checked again: the spill file is read back), reaching Phase::apply halfway; stops at the first
-// error.
+// checked again: the spill file is read back), on one thread per decoder (frames are disjoint
+// boxes), reaching Phase::apply halfway; stops at the first error.
 Status apply_staged(FrameStage* stage, const Link& link, Versions versions, bool full, Shard* shard,
-                    FrameDecoder* decoder, StepStats* stats);
+                    const std::vector<FrameDecoder*>& decoders, StepStats* stats);
 
 }  // namespace dcr
