@@ -36,9 +36,8 @@ class FrameStage {
 
   uint64_t frames() const { return held_.size() + spilled_.size(); }
   bool spilled(size_t i) const { return i >= held_.size(); }
-  uint64_t bytes() const { return memory_bytes_ + spilled_bytes_; }  // frame bytes held
-  uint64_t memory_bytes() const { return memory_bytes_; }            // of them in memory
-  uint64_t spilled_bytes() const { return spilled_bytes_; }          // of them in the spill file
+  uint64_t memory_bytes() const { return memory_bytes_; }            // frame bytes held in memory
+  uint64_t spilled_bytes() const { return spilled_bytes_; }          // and in the spill file
 
  private:
   struct Spilled {

@@ -42,7 +42,7 @@ TEST(StagedFramesTest, HeldInMemoryUpToTheBoundThenSpilledInArrivalOrder) {
   }
   stage.clear();
   EXPECT_FALSE(std::filesystem::exists(spill)) << "the spill file outlived its version";
-  EXPECT_EQ(stage.bytes(), 0u);
+  EXPECT_EQ(stage.memory_bytes() + stage.spilled_bytes(), 0u);
 }
 
 TEST(StagedFramesTest, ABoundOfZeroSpillsEveryFrame) {
