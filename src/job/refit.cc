@@ -227,13 +227,13 @@ Status run_refit(const RefitConfig& config, const JobWorld& world, RefitReport* 
       report->steps.push_back(r);
     }
     if (config.from_checkpoints()) report_reads(&s);
+    const std::string stays = s.core.committed == kNoVersion ? "no rank holds a committed version yet"
+                                                               : "every rank stays on version " + std::to_string(s.core.committed);
     if (!r.committed && !s.step_error.is_ok()) {
-      return s.step_error.with_context("version " + std::to_string(version) + " was not committed; every rank stays on version " +
-                                       std::to_string(s.core.committed));
+      return s.step_error.with_context("version " + std::to_string(version) + " was not committed; " + stays);
     }
     DCR_REQUIRE(r.committed, Code::aborted,
-                "version " + std::to_string(version) + " was not committed: a rank refused or failed (see its message); "
-                "every rank stays on version " + std::to_string(s.core.committed));
+                "version " + std::to_string(version) + " was not committed: a rank refused or failed (see its message); " + stays);
     DCR_REQUIRE(r.bitexact || !compared_bytes(r), Code::target_mismatch,
                 "version " + std::to_string(version) + " committed but a rollout's bits differ from the expected model");
     // Snapshots and spool copies make restarts cheaper; losing one only makes a restart take a full sync.
