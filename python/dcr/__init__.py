@@ -302,19 +302,18 @@ class Rollout(_Endpoint):
     def receive(self):
         """Applies the next version in place; returns it once committed, or None when the trainers
         closed the job. Raises DcrError when the job did not commit (a retry completes it)."""
-        version = ctypes.c_uint64()
-        code = _lib.dcr_rollout_receive(self._handle, ctypes.byref(version))
-        if code == _CLOSED:
-            return None
-        _check(code)
-        return version.value
+        return self._step(_lib.dcr_rollout_receive)
 
     def stage(self):
         """apply=staged: receives and checks the next version without touching the buffers (keep
         generating meanwhile); returns it once every rollout holds it, or None when the trainers
         closed the job. Raises DcrError when the step failed (nothing was applied anywhere)."""
+        return self._step(_lib.dcr_rollout_stage)
+
+    def _step(self, call):
+        """A step that may find the job closed: its version, or None when closed."""
         version = ctypes.c_uint64()
-        code = _lib.dcr_rollout_stage(self._handle, ctypes.byref(version))
+        code = call(self._handle, ctypes.byref(version))
         if code == _CLOSED:
             return None
         _check(code)

@@ -86,6 +86,17 @@ int make_endpoint(const dcr_spec* spec, dcr_comm* comm, dcr_endpoint** out,
   return DCR_OK;
 }
 
+// A rollout's step that may find the job closed (receive, stage): DCR_CLOSED then.
+int rollout_step(dcr_endpoint* rollout, uint64_t* version,
+                 dcr::Status (dcr::Rollout::*step)(uint64_t* version, bool* closed)) {
+  return guarded([&]() -> int {
+    if (rollout == nullptr || !rollout->rollout || version == nullptr) return invalid("not a rollout endpoint");
+    bool closed = false;
+    const int rc = fail(((*rollout->rollout).*step)(version, &closed));
+    return rc == DCR_OK && closed ? DCR_CLOSED : rc;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -316,21 +327,11 @@ int dcr_rollout_attach(dcr_endpoint* rollout, const dcr_buffer* buffers, size_t 
 }
 
 int dcr_rollout_receive(dcr_endpoint* rollout, uint64_t* version) {
-  return guarded([&]() -> int {
-    if (rollout == nullptr || !rollout->rollout || version == nullptr) return invalid("not a rollout endpoint");
-    bool closed = false;
-    const int rc = fail(rollout->rollout->receive(version, &closed));
-    return rc == DCR_OK && closed ? DCR_CLOSED : rc;
-  });
+  return rollout_step(rollout, version, &dcr::Rollout::receive);
 }
 
 int dcr_rollout_stage(dcr_endpoint* rollout, uint64_t* version) {
-  return guarded([&]() -> int {
-    if (rollout == nullptr || !rollout->rollout || version == nullptr) return invalid("not a rollout endpoint");
-    bool closed = false;
-    const int rc = fail(rollout->rollout->stage(version, &closed));
-    return rc == DCR_OK && closed ? DCR_CLOSED : rc;
-  });
+  return rollout_step(rollout, version, &dcr::Rollout::stage);
 }
 
 int dcr_rollout_apply(dcr_endpoint* rollout, uint64_t* version) {

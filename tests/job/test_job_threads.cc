@@ -136,18 +136,21 @@ struct FaultCase {
   Phase phase;
 };
 
-class JobFaultTest : public JobThreadsTest, public ::testing::WithParamInterface<FaultCase> {};
-
-TEST_P(JobFaultTest, AFailedVersionIsNotCommittedAndTheRerunResumes) {
-  const FaultCase c = GetParam();
-  const JobRun failed = run_job(config_, 5, fail_once(c.role, c.index, c.phase, 2));
+// `c` fails version 2 of the job of `config`: v1 stays committed; run again, it resumes at v1
+// and commits v2 and v3 bit-exact.
+void expect_failure_then_resume(const RefitConfig& config, const FaultCase& c) {
+  const JobRun failed = run_job(config, 5, fail_once(c.role, c.index, c.phase, 2));
   EXPECT_FALSE(every_ok(failed));
   EXPECT_EQ(committed_versions(failed.report), "0:full 1:delta");
-  const JobRun again = run_job(config_, 5);
+  const JobRun again = run_job(config, 5);
   ASSERT_TRUE(every_ok(again)) << again.status[0].to_string();
   EXPECT_TRUE(noted(again, "resumed at committed version 1")) << "no resume note";
   EXPECT_EQ(committed_versions(again.report), "2:delta 3:delta");
 }
+
+class JobFaultTest : public JobThreadsTest, public ::testing::WithParamInterface<FaultCase> {};
+
+TEST_P(JobFaultTest, AFailedVersionIsNotCommittedAndTheRerunResumes) { expect_failure_then_resume(config_, GetParam()); }
 
 std::string fault_name(const ::testing::TestParamInfo<FaultCase>& info) {
   return std::string(role_name(info.param.role)) + std::to_string(info.param.index) + "_" + phase_name(info.param.phase);
@@ -212,14 +215,7 @@ TEST_F(StagedJobTest, WithNowhereToSpillAVersionBeyondTheBoundIsRefusedByName) {
 class StagedJobFaultTest : public StagedJobTest, public ::testing::WithParamInterface<FaultCase> {};
 
 TEST_P(StagedJobFaultTest, AFailedVersionIsNotCommittedAndTheRerunResumes) {
-  const FaultCase c = GetParam();
-  const JobRun failed = run_job(config_, 5, fail_once(c.role, c.index, c.phase, 2));
-  EXPECT_FALSE(every_ok(failed));
-  EXPECT_EQ(committed_versions(failed.report), "0:full 1:delta");
-  const JobRun again = run_job(config_, 5);
-  ASSERT_TRUE(every_ok(again)) << again.status[0].to_string();
-  EXPECT_TRUE(noted(again, "resumed at committed version 1")) << "no resume note";
-  EXPECT_EQ(committed_versions(again.report), "2:delta 3:delta");
+  expect_failure_then_resume(config_, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(EachRoleEachPhase, StagedJobFaultTest,

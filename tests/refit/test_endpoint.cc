@@ -199,6 +199,12 @@ class EndpointTest : public ::testing::Test {
     return version;
   }
 
+  // The job runs with apply=staged: rollouts stage() then apply().
+  void make_staged() {
+    spec_.options.apply = ApplyMode::staged;
+    staged_ = true;
+  }
+
   EndpointSpec spec_;
   fs::path dir_;
   bool staged_ = false;  // rollouts stage() then apply() (spec option apply=staged)
@@ -353,8 +359,7 @@ class StagedEndpointTest : public EndpointTest {
  protected:
   void SetUp() override {
     EndpointTest::SetUp();
-    spec_.options.apply = ApplyMode::staged;
-    staged_ = true;
+    make_staged();
   }
   void expect_all_committed(const std::vector<Seen>& seen, size_t steps) {
     for (int r = kTrainers + kRelays; r < kRanks; ++r) {
@@ -442,8 +447,7 @@ class StagedFailureTest : public EndpointFailureTest {
  protected:
   void SetUp() override {
     EndpointFailureTest::SetUp();
-    spec_.options.apply = ApplyMode::staged;
-    staged_ = true;
+    make_staged();
   }
 };
 
@@ -456,7 +460,9 @@ TEST_P(StagedFailureTest, NothingAppliedWhileStagingAndTheRetryCommitsBitExact) 
   const bool in_pause = GetParam().phase == Phase::apply || GetParam().phase == Phase::commit;
   for (int r = kTrainers + kRelays; r < kRanks; ++r) {
     for (bool untouched : seen[r].untouched) EXPECT_TRUE(untouched) << "rollout rank " << r;
-    if (!in_pause) EXPECT_TRUE(seen[r].holds_committed[1]) << "rollout rank " << r << ": the failed version was applied";
+    if (!in_pause) {
+      EXPECT_TRUE(seen[r].holds_committed[1]) << "rollout rank " << r << ": the failed version was applied";
+    }
   }
 }
 
