@@ -332,6 +332,7 @@ Status apply_staged(FrameStage* stage, const Link& link, Versions versions, bool
     count(link, frame->size());
     FrameView view;  // spilled frames of a sealed job come back sealed: authenticated again here
     Status read = view_frame(frame->data(), frame->size(), &view);
+    view.payload_checked = !stage->spilled(i);  // check_staged hashed these very bytes on arrival
     if (read.is_ok() && view.header.seal != Seal::none) {
       read = link.keys ? open_frame(*link.keys, frame, &view) : check_unsealed(view.header);
     }
