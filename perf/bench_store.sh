@@ -19,7 +19,7 @@ mpirun --oversubscribe -np 3 build/dcr refit --role follow --store "$store" --re
   --transport mpi --poll 0.05 --follow-timeout 120 --state-dir "$out/follower" --json "$out/follow.json" \
   >"$out/follow.txt" 2>&1 &
 follower=$!
-mpirun --oversubscribe -np 2 build/dcr refit --role publish --store "$store" --rollouts 2 "${layout[@]}" \
+mpirun --oversubscribe -np 2 build/dcr refit --role publish --store "$store" "${layout[@]}" \
   --full-every "${FULL_EVERY:-4}" --json "$out/publish.json" | tee "$out/publish.txt"
 wait $follower || { tail -n 20 "$out/follow.txt"; exit 1; }
 python3 - "$out" "$store" <<'PY'

@@ -43,6 +43,11 @@ void print_step(const StepRecord& r) {
   if (r.bcast_seconds > 0) std::printf("  bcast %8.4f s", r.bcast_seconds);
   if (r.lag_s > 0) std::printf("  lag %8.3f s", r.lag_s);
   std::printf("  %s\n", outcome(r));
+  if (r.store_gets + r.store_lists + r.store_puts > 0) {
+    std::printf("      store: %llu GETs, %llu LISTs, %llu PUTs (%.3f MB put)\n",
+                static_cast<unsigned long long>(r.store_gets), static_cast<unsigned long long>(r.store_lists),
+                static_cast<unsigned long long>(r.store_puts), r.store_put_bytes / 1e6);
+  }
   std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
               r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
   if (!r.published && r.apply == "staged") {

@@ -92,8 +92,6 @@ std::vector<Option<C>> application_options() {
               "object store joining a publish job and its follow jobs: file:///shared/dir or s3://bucket/prefix "
               "(credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials, endpoint from "
               "AWS_ENDPOINT_URL, region from AWS_REGION; never on the command line)"),
-      integer<C, int>("rollouts", &C::rollouts, 0, kInt,
-                 "--role publish: the rollout ranks of the follow jobs (frames are cut for their layout)"),
       integer<C>("full-every", &C::full_every, 1, kInt,
                  "--role publish: a full snapshot every N versions (and of the first); a follower further behind than "
                  "the deltas kept starts from the newest one"),
@@ -120,11 +118,6 @@ Status check_store_roles(const RefitConfig& c) {
               "--role " + role + " needs --store URL (file:///shared/dir or s3://bucket/prefix), the same in both jobs");
   DCR_REQUIRE(c.spool_dir.empty(), Code::invalid_argument,
               "--spool-dir is the one-job spool; with --role " + role + " the store (--store) takes its place");
-  DCR_REQUIRE(c.role != JobRole::publish || c.rollouts >= 1, Code::invalid_argument,
-              "--role publish needs --rollouts N: the rollout ranks of the follower job (frames are cut for its layout)");
-  DCR_REQUIRE(c.role != JobRole::publish || c.rollouts % c.rollout_tp == 0, Code::invalid_argument,
-              "--rollouts " + std::to_string(c.rollouts) + " cannot form replicas of --rollout-tp " +
-                  std::to_string(c.rollout_tp));
   DCR_REQUIRE(c.role != JobRole::publish || c.state_dir.empty(), Code::invalid_argument,
               "--role publish keeps its progress in the store (a restarted publisher resumes at the newest complete "
               "version there); --state-dir belongs to the follow job");

@@ -204,31 +204,57 @@ Status check_followed(const RankState& s) {
   return Status::ok();
 }
 
-// Collective: waits for the publisher's LAYOUT, checks this job's against it and joins its publication.
-Status wait_for_layout(RankState* s) {
-  const auto start = Clock::now();
-  const bool root = s->core.topology.world_rank == 0;
-  std::string publication;
-  for (;;) {
-    Status st = root ? check_layout(*s->spool, s->core.keys.get(), store_layout(s->config, s->core.plan), &publication) : Status::ok();
-    const bool absent = s->core.control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
-    if (!absent || seconds_since(start) > s->config.follow_timeout_s) {
-      DCR_TRY(all_ok(s, st, "checking the store's layout"));
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::duration<double>(s->config.poll_s));
+// Root relay: LAYOUT from the store, checked, as text.
+Status root_layout(const RefitConfig& config, std::unique_ptr<FrameSpool>* spool, std::vector<uint8_t>* text) {
+  if (!*spool) {
+    std::unique_ptr<ObjectStore> store;
+    DCR_TRY(open_store(config.store, StoreAccess::read, &store).with_context("--store"));
+    *spool = std::make_unique<FrameSpool>(std::shared_ptr<ObjectStore>(std::move(store)));
   }
-  DCR_TRY(adopt_publication(s, publication));
-  return all_ok(s, root ? check_followed(*s) : Status::ok(), "checking the publication this job follows");
+  Keyring ring;
+  if (!config.key_file.empty()) DCR_TRY(Keyring::load(config.key_file, &ring));
+  nlohmann::json layout;
+  DCR_TRY(read_layout(**spool, config.key_file.empty() ? nullptr : &ring, &layout));
+  const std::string dumped = layout.dump();
+  text->assign(dumped.begin(), dumped.end());
+  return Status::ok();
 }
 
 }  // namespace
 
+Status join_publication(RankState* s) {
+  const auto start = Clock::now();
+  const bool root = s->core.topology.world_rank == 0;
+  std::unique_ptr<FrameSpool> spool;
+  std::vector<uint8_t> text;
+  Status st;
+  for (bool said = false;; said = true) {
+    st = root ? root_layout(s->config, &spool, &text) : Status::ok();
+    const bool absent = s->core.control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
+    if (!absent || seconds_since(start) > s->config.follow_timeout_s) break;
+    if (root && !said) {
+      DCR_LOG(info, "refit", "%s; waiting up to %g s (--follow-timeout) for it", st.message().c_str(),
+              s->config.follow_timeout_s);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(s->config.poll_s));
+  }
+  DCR_TRY(all_ok(s, st, "reading the store's layout"));
+  s->core.control->broadcast(&text, 0);
+  s->layout = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  DCR_TRY(all_ok(s, adopt_layout(s->layout, s->config.store, &s->config, &s->core.plan), "joining the publication"));
+  s->core.config = s->config;  // the library's part: the publication's trainers, frame cut and promise
+  s->core.publication = s->layout.value("publication", std::string());
+  return check_refit_config(s->config);
+}
+
 Status run_follow(RankState* s, RefitReport* report) {
-  DCR_TRY(wait_for_layout(s));
+  DCR_TRY(adopt_publication(s, s->core.publication));
+  DCR_TRY(all_ok(s, s->core.topology.world_rank == 0 ? check_followed(*s) : Status::ok(),
+                 "checking the publication this job follows"));
   DCR_TRY(resume(s));
   bool need_full = false;  // a delta was refused: the next version comes as a newer full snapshot
   auto waiting_since = Clock::now();
+  StoreCounts counted = *s->store_counts;  // the root relay's requests until the previous record
   for (;;) {
     DCR_TRY(all_ok(s, s->core.reload_keys(), "reading the key file"));
     s->spool->set_keys(s->core.keys);
@@ -260,6 +286,10 @@ Status run_follow(RankState* s, RefitReport* report) {
     need_full = false;
     waiting_since = Clock::now();
     const Status done = after_commit(s, &r);
+    const StoreCounts requests = s->store_counts->since(counted);
+    counted = *s->store_counts;
+    r.store_gets = requests.gets;
+    r.store_lists = requests.lists;
     if (s->core.topology.world_rank == 0) {
       s->observer.step(r);
       report->steps.push_back(r);

@@ -140,7 +140,19 @@ Status prune_store(RankState* s, uint64_t newest) {
 
 // One version into the store: the delta from the last one (none for the first), then the full
 // snapshot where one is due. Collective.
+// The store requests of every trainer since `before` (this trainer's counts then), into *r. Collective.
+void record_requests(RankState* s, const StoreCounts& before, StepRecord* r) {
+  const StoreCounts mine = s->store_counts->since(before);
+  std::vector<uint64_t> counts{mine.gets, mine.lists, mine.puts, mine.put_bytes};
+  s->core.control->all_sum(&counts);
+  r->store_gets = counts[0];
+  r->store_lists = counts[1];
+  r->store_puts = counts[2];
+  r->store_put_bytes = counts[3];
+}
+
 StepRecord publish_once(RankState* s, uint64_t target) {
+  const StoreCounts before = *s->store_counts;
   const bool first = s->core.committed == kNoVersion;
   const bool snapshot = first || target % static_cast<uint64_t>(s->config.full_every) == 0;
   StepRecord r;
@@ -172,6 +184,7 @@ StepRecord publish_once(RankState* s, uint64_t target) {
   reduce_stats(s, full, &full_total);
   record_totals(delta_total, &r);
   r.full_bytes = first ? delta_total.wire_bytes : full_total.wire_bytes;
+  record_requests(s, before, &r);
   return r;
 }
 

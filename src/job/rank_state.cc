@@ -9,6 +9,7 @@
 #include "dcr/core/log.h"
 #include "dcr/transport/rate_limit.h"
 #include "src/core/clock.h"
+#include "src/job/store_layout.h"
 
 namespace dcr {
 
@@ -93,11 +94,25 @@ StepHooks both(StepHooks first, StepHooks then) {
 
 // What each rank sets up on its own (the checkpoint, plan, journal, source); it can fail on some
 // ranks only (a missing weights package, a file one node cannot read).
+// A follower's model is the publication's; a checkpoint it was given as well (--checkpoints to
+// verify against, --init-checkpoint) must be of that model.
+Status keep_published_model(const RefitPlan& published, RefitPlan* plan) {
+  const std::string difference = plan->model.tensors.empty() ? "" : manifest_difference(published.model, plan->model);
+  DCR_REQUIRE(difference.empty(), Code::invalid_argument,
+              "the checkpoint this follow job was given is not the model of the publication it follows: " + difference);
+  plan->model = published.model;
+  plan->model_config = published.model_config;
+  return Status::ok();
+}
+
 Status set_up_local(const RefitConfig& config, RankState* s) {
   CanonicalBits initial;
+  const RefitPlan published = s->core.plan;  // a follower's (join_publication)
   DCR_TRY(load_initial(config, *s->core.control, s->has_model(), &s->core.plan, &initial));
+  if (config.role == JobRole::follow) DCR_TRY(keep_published_model(published, &s->core.plan));
   if (s->core.plan.model.tensors.empty()) DCR_TRY(make_preset(config.model, &s->core.plan.model));  // no checkpoint given
   DCR_TRY(make_plan(config, s->core.topology, &s->core.plan));
+  if (config.role == JobRole::follow) DCR_TRY(check_plan(s->layout, s->core.plan));
   DCR_TRY(check_serve_dir(*s));
   s->kill = config.fail_at;
   arm_kill_points(config.state_dir, &s->kill);
@@ -107,7 +122,9 @@ Status set_up_local(const RefitConfig& config, RankState* s) {
   if (!config.store.empty()) {
     std::unique_ptr<ObjectStore> store;
     DCR_TRY(open_job_store(config, s->core.topology.world_rank == 0, &store));
-    s->spool = std::make_unique<FrameSpool>(std::shared_ptr<ObjectStore>(std::move(store)), config.trainers);
+    s->store_counts = std::make_shared<StoreCounts>();
+    std::shared_ptr<ObjectStore> counted = counted_store(std::move(store), s->store_counts);
+    s->spool = std::make_unique<FrameSpool>(std::move(counted), config.trainers);
   }
   if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->core.plan, initial, &s->source));
   return Status::ok();
@@ -125,7 +142,8 @@ Status set_up(const RefitConfig& config, const JobWorld& world, RankState* s) {
   s->core.control = world.control;
   DCR_TRY(make_topology(config, *world.control, &s->core.topology));
   s->core.committed = kNoVersion;  // until the first full sync (version 0) or a resume commits one
-  DCR_TRY(all_ok(s, set_up_local(config, s), "set-up"));
+  if (config.role == JobRole::follow) DCR_TRY(join_publication(s));
+  DCR_TRY(all_ok(s, set_up_local(s->config, s), "set-up"));
   const Topology& t = s->core.topology;
   if (config.role != JobRole::publish) {  // a publisher job's ranks only talk to the store
     DCR_TRY(world.open_data_plane(config.transport, &s->own_transport));

@@ -43,9 +43,11 @@ struct RankState {
   uint64_t touched = 0, peak_rss = 0;          // trainers: checkpoint bytes touched, VmHWM, at the last load
   Shard full_serving;                          // rollouts: the full-refit copy
   std::unique_ptr<FrameSpool> spool;           // with --spool-dir, or the store (--role publish | follow)
+  std::shared_ptr<StoreCounts> store_counts;   // --store: every request this rank made to it
   std::unique_ptr<PublisherLease> lease;       // --role publish, trainer 0: this job is the store's publisher
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   RefitObserver observer;                      // world rank 0: where progress lines and records go
+  nlohmann::json layout;                       // --role follow: the publication's description (store LAYOUT)
   MPI_Comm bcast_comm = MPI_COMM_NULL;         // --compare-bcast: trainer 0 + rollouts
   Status step_error;                           // this rank's part of the last step, where it failed
 
@@ -103,6 +105,10 @@ Status check_serve_dir(const RankState& s);
 // The two-job drivers (--role publish, --role follow), on a set-up rank.
 Status run_publish(RankState* s, RefitReport* report);
 Status run_follow(RankState* s, RefitReport* report);
+// Collective, a follow job's set-up before its plan: waits for the publisher's LAYOUT (root relay;
+// up to --follow-timeout), shares it, and takes the publication's options, promised layouts and
+// model from it (store_layout.h: adopt_layout), so the job needs no checkpoint of its own.
+Status join_publication(RankState* s);
 // Collective: every rank takes world rank 0's publication id (`on_root`: its own is ignored
 // elsewhere): the spool's manifests must name it, and the keys are bound to it.
 Status adopt_publication(RankState* s, const std::string& on_root);

@@ -54,6 +54,9 @@ struct StepRecord {
   // --role follow: seconds from the publisher finishing this version (its manifests' time) to this
   // job committing it; 0 elsewhere.
   double lag_s = 0;
+  // Two jobs: the version's requests to the store. Publisher: every trainer's, from its start to its
+  // commit; follower: the root relay's since its previous version (its polls while waiting too).
+  uint64_t store_gets = 0, store_lists = 0, store_puts = 0, store_put_bytes = 0;
 };
 
 struct RefitReport {

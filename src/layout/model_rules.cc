@@ -252,6 +252,7 @@ Status parse_model_family(const std::string& text, const std::string& file, Mode
   DCR_REQUIRE(!doc.is_discarded(), Code::invalid_argument, "model family file '" + file + "' is not valid JSON");
   ModelFamily f;
   f.file = file;
+  f.text = text;
   DCR_TRY(parse_family(doc, &f).with_context("model family file '" + file + "'"));
   if (f.name.empty()) f.name = std::filesystem::path(file).stem().string();
   *out = std::move(f);
@@ -309,6 +310,7 @@ Status resolve_rules(const ModelFamily& family, const ModelDims& dims, const Man
   ModelRules rules;
   rules.family = family.name;
   rules.file = family.file;
+  rules.family_text = family.text;
   rules.vocab_padding = family.vocab_padding;
   rules.dims = dims;
   rules.has_layers = family.layer_regex != nullptr;
@@ -344,6 +346,10 @@ Status rules_for_model(const std::string& name, const json& config, const Manife
   } else {
     DCR_TRY(load_model_family("dcr", &family));
   }
+  return rules_for_family(family, config, manifest, out);
+}
+
+Status rules_for_family(const ModelFamily& family, const json& config, const Manifest& manifest, ModelRules* out) {
   ModelDims dims;
   if (!config.is_null()) DCR_TRY(model_dims(config, &dims).with_context("config.json"));
   DCR_TRY(resolve_rules(family, dims, manifest, out));

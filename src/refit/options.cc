@@ -1,5 +1,6 @@
 #include "dcr/refit/options.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace dcr {
@@ -41,6 +42,11 @@ std::vector<Option<O>> make_table() {
                  "expert-parallel degree of the serving layout (divides --rollout-tp; equal to it is vLLM's expert "
                  "parallelism)"),
       flag<O>("fuse", &O::fuse, "fused qkv and gate_up serving buffers"),
+      integers<O>("serve-tp", &O::serve_tp, 1, 4096,
+                  "serving TP degrees frames are cut for, comma separated (1,2,4,8): a --role publish job promises "
+                  "them to its followers (default: --rollout-tp), so followers of any of them share one publication"),
+      integers<O>("serve-ep", &O::serve_ep, 1, 4096,
+                  "serving EP degrees promised with each --serve-tp they divide (default: --rollout-ep)"),
       choice<O, ServeQuant>("serve-quant", &O::serve_quant, {{"none", ServeQuant::none}, {"fp8-block", ServeQuant::fp8_block}},
                             "what rollouts serve: none (the checkpoint's dtypes) or fp8-block (linear weights as float8 "
                             "e4m3 with one fp32 weight_scale_inv per 128 x 128 block, as vLLM loads block-FP8 "
@@ -102,6 +108,29 @@ const std::vector<Option<RefitOptions>>& refit_option_table() {
   return table;
 }
 
+std::vector<ServeShape> promised_layouts(const RefitOptions& c) {
+  if (c.role != JobRole::publish && c.serve_tp.empty() && c.serve_ep.empty()) return {};
+  const std::vector<int> tps = c.serve_tp.empty() ? std::vector<int>{c.rollout_tp} : c.serve_tp;
+  const std::vector<int> eps = c.serve_ep.empty() ? std::vector<int>{c.rollout_ep} : c.serve_ep;
+  std::vector<ServeShape> out;
+  for (int tp : tps) {
+    for (int ep : eps) {
+      if (tp % ep == 0) out.push_back({tp, ep});
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string describe_layouts(const std::vector<ServeShape>& layouts) {
+  std::string text;
+  for (const ServeShape& l : layouts) {
+    text += (text.empty() ? "TP " : ", TP ") + std::to_string(l.tp) + (l.ep > 1 ? " EP " + std::to_string(l.ep) : "");
+  }
+  return text.empty() ? "none" : text;
+}
+
 Status check_refit_options(const RefitOptions& c) {
   DCR_TRY(options::check_ranges(refit_option_table(), c));
   DCR_REQUIRE(c.trainers % c.train_tp == 0, Code::invalid_argument,
@@ -111,6 +140,8 @@ Status check_refit_options(const RefitOptions& c) {
               "--rollout-ep " + std::to_string(c.rollout_ep) + " must divide --rollout-tp " + std::to_string(c.rollout_tp));
   DCR_REQUIRE(c.trainers % c.train_ep == 0, Code::invalid_argument,
               "--train-ep " + std::to_string(c.train_ep) + " must divide --trainers " + std::to_string(c.trainers));
+  DCR_REQUIRE(c.serve_tp.empty() && c.serve_ep.empty() || !promised_layouts(c).empty(), Code::invalid_argument,
+              "no --serve-ep degree divides a --serve-tp degree: no serving layout is promised");
   DCR_REQUIRE(!c.encrypt || !c.key_file.empty(), Code::invalid_argument,
               "--encrypt needs --key-file (make one with: dcr keygen FILE)");
   return Status::ok();

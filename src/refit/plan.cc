@@ -44,10 +44,11 @@ uint64_t RefitPlan::frames_for_relay(const Topology& t, int r) const {
 namespace {
 
 // A trainer's frames with its boxes under `below` elements gathered into bundles: boxes with the
-// same receivers and dtype, in plan order, up to `most` elements a bundle. A bundle of one box stays
-// a plain frame. Ids count up from *next_id.
-std::vector<PlannedFrame> bundle_small(const Manifest& manifest, std::vector<PlannedFrame> frames, uint64_t below,
-                                       uint64_t most, uint64_t* next_id) {
+// same key (receivers) and dtype, in plan order, up to `most` elements a bundle. A bundle of one box
+// stays a plain frame. Ids count up from *next_id.
+std::vector<PlannedFrame> bundle_small(const Manifest& manifest, std::vector<PlannedFrame> frames,
+                                       const std::vector<std::vector<int>>& keys, uint64_t below, uint64_t most,
+                                       uint64_t* next_id) {
   std::vector<PlannedFrame> out;
   std::map<std::pair<std::vector<int>, DType>, PlannedFrame> open;
   const auto close = [&](PlannedFrame* b) {
@@ -55,12 +56,13 @@ std::vector<PlannedFrame> bundle_small(const Manifest& manifest, std::vector<Pla
     out.push_back(std::move(*b));
     b->parts.clear();
   };
-  for (PlannedFrame& f : frames) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    PlannedFrame& f = frames[i];
     if (f.box.elements() >= below) {
       out.push_back(std::move(f));
       continue;
     }
-    PlannedFrame& b = open[{f.receivers, manifest.tensors[f.box.tensor].dtype}];
+    PlannedFrame& b = open[{keys[i], manifest.tensors[f.box.tensor].dtype}];
     if (!b.parts.empty() && (b.box.cols + f.box.elements() > most || b.parts.size() == kMaxBundleBoxes)) close(&b);
     if (b.parts.empty()) b = PlannedFrame{Box{kBundleTensor, (*next_id)++, 1, 0, 0}, f.receivers, {}};
     b.parts.push_back(f.box);
@@ -72,6 +74,43 @@ std::vector<PlannedFrame> bundle_small(const Manifest& manifest, std::vector<Pla
   return out;
 }
 
+// One replica of each layout frames are cut for: the promised ones and this job's own.
+Status cut_holdings(const RefitOptions& config, const Topology& topology, const Manifest& manifest,
+                    const ModelRules& rules, std::vector<ServeShape>* layouts,
+                    std::vector<std::vector<Holdings>>* holdings) {
+  *layouts = promised_layouts(config);
+  const ServeShape own{config.rollout_tp, config.rollout_ep};
+  if (topology.rollouts > 0 && std::find(layouts->begin(), layouts->end(), own) == layouts->end()) {
+    layouts->push_back(own);
+    std::sort(layouts->begin(), layouts->end());
+  }
+  holdings->assign(layouts->size(), {});
+  for (size_t l = 0; l < layouts->size(); ++l) {
+    const ServeShape shape = (*layouts)[l];
+    const ServingLayout serving{shape.tp, config.fuse, shape.ep, &rules};
+    (*holdings)[l].resize(shape.tp);
+    for (int i = 0; i < shape.tp; ++i) {
+      DCR_TRY(serving_holdings(manifest, serving, i, &(*holdings)[l][i])
+                  .with_context("serving layout " + describe_layouts({shape})));
+    }
+  }
+  return Status::ok();
+}
+
+// What bundles group by: a frame's receivers in this job, or, where layouts are promised, its
+// receivers in one replica of each cut layout (the same on the publisher and on every follower,
+// which cuts for the same layouts).
+std::vector<int> bundle_key(const Box& box, const std::vector<int>& receivers, bool promised,
+                            const std::vector<std::vector<Holdings>>& cut) {
+  if (!promised) return receivers;
+  std::vector<int> key;
+  for (const std::vector<Holdings>& replica : cut) {
+    for (int r : dcr::receivers(box, replica)) key.push_back(r);
+    key.push_back(-1);
+  }
+  return key;
+}
+
 }  // namespace
 
 BoxBytes RefitPlan::served_bytes(const TensorBytes& model_bits) const {
@@ -81,7 +120,13 @@ BoxBytes RefitPlan::served_bytes(const TensorBytes& model_bits) const {
 Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan* plan) {
   DCR_REQUIRE(!plan->model.tensors.empty(), Code::invalid_argument, "the plan has no tensors (no model given)");
   ModelRules model_rules;
-  DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->model, &model_rules));
+  if (plan->family_text.empty()) {
+    DCR_TRY(rules_for_model(config.model_family, plan->model_config, plan->model, &model_rules));
+  } else {
+    ModelFamily family;
+    DCR_TRY(parse_model_family(plan->family_text, "the publication's model family", &family));
+    DCR_TRY(rules_for_family(family, plan->model_config, plan->model, &model_rules));
+  }
   plan->quant = config.serve_quant;
   ServedModel served;
   DCR_TRY(serve_model(plan->model, model_rules, plan->quant, &served));
@@ -105,16 +150,25 @@ Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan
   for (int i = 0; i < topology.rollouts; ++i) {
     DCR_TRY(serving_holdings(plan->manifest, serving, i, &plan->rollout_holdings[i]).with_context("serving layout"));
   }
+  std::vector<std::vector<Holdings>> cut;
+  DCR_TRY(cut_holdings(config, topology, plan->manifest, plan->rules, &plan->cut_layouts, &cut));
+  std::vector<Holdings> cut_pieces;
+  for (const std::vector<Holdings>& replica : cut) cut_pieces.insert(cut_pieces.end(), replica.begin(), replica.end());
+  const bool promised = !promised_layouts(config).empty();
   plan->frames.assign(config.trainers, {});
   plan->index.clear();
   uint64_t bundle_id = 0;
   for (int t = 0; t < config.trainers; ++t) {
     std::vector<Box> boxes;
-    DCR_TRY(plan_frames(plan->manifest, plan->trainer_holdings[t], plan->rollout_holdings, config.frame_elements, &boxes));
+    DCR_TRY(plan_frames(plan->manifest, plan->trainer_holdings[t], cut_pieces, config.frame_elements, &boxes));
     std::vector<PlannedFrame> frames;
-    for (const Box& b : boxes) frames.push_back({b, receivers(b, plan->rollout_holdings), {b}});
+    std::vector<std::vector<int>> keys;
+    for (const Box& b : boxes) {
+      frames.push_back({b, receivers(b, plan->rollout_holdings), {b}});
+      if (config.bundle_below > 0) keys.push_back(bundle_key(b, frames.back().receivers, promised, cut));
+    }
     if (config.bundle_below > 0) {
-      frames = bundle_small(plan->manifest, std::move(frames), config.bundle_below, config.frame_elements, &bundle_id);
+      frames = bundle_small(plan->manifest, std::move(frames), keys, config.bundle_below, config.frame_elements, &bundle_id);
     }
     for (PlannedFrame& f : frames) {
       plan->index[{f.box.tensor, f.box.row0, f.box.col0}] = {t, plan->frames[t].size()};

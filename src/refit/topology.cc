@@ -157,14 +157,14 @@ void build_tree(const RefitOptions& config, const std::vector<int>& node_of_rank
   }
 }
 
-// A publisher job (--role publish) is its trainers only; the rollouts it cuts frames for are the
-// follower job's (--rollouts), with no ranks here.
+// A publisher job (--role publish) is its trainers only: it cuts frames for the serving layouts it
+// promises (RefitOptions::serve_tp, serve_ep), whatever rollouts follow them.
 Status publisher_topology(const RefitOptions& config, Topology t, Topology* out) {
   DCR_REQUIRE(t.world_size == config.trainers, Code::invalid_argument,
               "a --role publish job is its trainer ranks only: launch " + std::to_string(config.trainers) +
                   " ranks (--trainers), not " + std::to_string(t.world_size));
   t.trainers = config.trainers;
-  t.rollouts = config.rollouts;
+  t.rollouts = 0;
   t.role_of_rank.assign(t.world_size, Role::trainer);
   t.index_of_rank.resize(t.world_size);
   for (int r = 0; r < t.world_size; ++r) t.index_of_rank[r] = r;

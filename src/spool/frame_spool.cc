@@ -158,6 +158,13 @@ Status FrameSpool::publish(uint64_t base, uint64_t target, const std::vector<std
 Status FrameSpool::load(char series, uint64_t target, uint32_t writers, Manifests* out, bool* found) const {
   *found = false;
   *out = Manifests();
+  const std::string cached = prefix_of(series, target) + std::to_string(writers);
+  const auto hit = complete_.find(cached);
+  if (hit != complete_.end()) {
+    *out = *hit->second;
+    *found = true;
+    return Status::ok();
+  }
   const bool full = series == kFull;
   for (uint32_t w = 0; w < writers; ++w) {
     const std::string key = prefix_of(series, target) + manifest_name(w, writers);
@@ -189,6 +196,7 @@ Status FrameSpool::load(char series, uint64_t target, uint32_t writers, Manifest
     out->keys.push_back(key);
   }
   *found = writers > 0;
+  if (*found) complete_[cached] = std::make_shared<const Manifests>(*out);
   return Status::ok();
 }
 
@@ -336,8 +344,12 @@ Status FrameSpool::read_version(uint64_t target, std::vector<std::vector<uint8_t
 
 // Manifests first: the version is gone for readers before its frames go.
 Status FrameSpool::remove_version(char series, uint64_t target) const {
+  const std::string prefix = prefix_of(series, target);
+  for (auto it = complete_.lower_bound(prefix); it != complete_.end() && it->first.rfind(prefix, 0) == 0;) {
+    it = complete_.erase(it);
+  }
   std::vector<std::string> keys;
-  DCR_TRY(store_->list(prefix_of(series, target), &keys));
+  DCR_TRY(store_->list(prefix, &keys));
   for (const std::string& key : keys)
     if (is_manifest(key)) DCR_TRY(store_->remove(key));
   for (const std::string& key : keys)

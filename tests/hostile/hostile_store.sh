@@ -14,7 +14,7 @@ trap 'stop_server; rm -rf "$work"' EXIT
 
 tiny=(--model tiny --trainers 2 --rollout-tp 2)
 # A publisher of 2 trainer ranks: "${publish[@]}" --store URL --steps N [options]
-publish=(mpirun --oversubscribe -np 2 "$dcr" refit --role publish --rollouts 2 "${tiny[@]}" --seed 7)
+publish=(mpirun --oversubscribe -np 2 "$dcr" refit --role publish "${tiny[@]}" --seed 7)
 # A follower of 1 relay and 2 rollouts (TP 2), checking every byte: "${follow[@]}" --store URL $(state DIR) [options]
 follow=(mpirun --oversubscribe -np 3 "$dcr" refit --role follow --relays 1 "${tiny[@]}" --seed 7 --steps 6
   --transport mpi --timeout 20 --poll 0.2)
@@ -81,7 +81,7 @@ grep -q "rewriting it" "$work/out" && [ "$(served_version "$work/f-serve")" = 4 
 echo "a publication has an identity (items 6, 7, 13):"
 cp -r "$work/good" "$work/seed8"
 refused publisher-of-another-seed "is not what this publisher rebuilds" 60 mpirun --oversubscribe -np 2 "$dcr" refit \
-  --role publish --rollouts 2 "${tiny[@]}" --seed 8 --store "file://$work/seed8" --steps 5 "${key[@]}"
+  --role publish "${tiny[@]}" --seed 8 --store "file://$work/seed8" --steps 5 "${key[@]}"
 cp -r "$work/good" "$work/two"
 "${publish[@]}" --store "file://$work/two" --steps 100000 "${key[@]}" >"$work/first.log" 2>&1 &
 first=$!

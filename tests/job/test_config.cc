@@ -1,4 +1,4 @@
-// The `dcr refit` configuration: what the two-job path needs (--store, --rollouts) and refuses.
+// The `dcr refit` configuration: what the two-job path needs (--store, a promise) and refuses.
 #include <gtest/gtest.h>
 
 #include "src/job/config.h"
@@ -15,10 +15,14 @@ TEST(Plan, TwoJobRolesRefuseWhatCannotWork) {
   auto message = [&c] { return check_refit_config(c).message(); };
   EXPECT_NE(message().find("needs --store URL"), std::string::npos);
   c.store = "s3://bucket/run";
-  EXPECT_NE(message().find("needs --rollouts N"), std::string::npos);
-  c.rollouts = 3;
-  EXPECT_NE(message().find("cannot form replicas of --rollout-tp 2"), std::string::npos);
-  c.rollouts = 2;
+  c.serve_tp = {4};
+  c.serve_ep = {8};
+  EXPECT_NE(message().find("no --serve-ep degree divides a --serve-tp degree"), std::string::npos) << message();
+  const Status listed = options::set_by_name(refit_config_table(), "serve-tp", "1,2,", &c);
+  EXPECT_NE(listed.message().find("ends with a comma"), std::string::npos) << listed.message();
+  ASSERT_TRUE(options::set_by_name(refit_config_table(), "serve-tp", "1,2,4,8", &c).is_ok());
+  EXPECT_EQ(c.serve_tp, (std::vector<int>{1, 2, 4, 8}));
+  c.serve_ep.clear();
   c.state_dir = "/tmp/state";
   EXPECT_NE(message().find("keeps its progress in the store"), std::string::npos);
   c.state_dir.clear();

@@ -105,7 +105,6 @@ class JobThreadsTest : public ::testing::Test {
     RefitConfig c = config_;
     c.role = JobRole::publish;
     c.store = "file://" + (dir_ / "store").string();
-    c.rollouts = 2;
     c.state_dir.clear();
     return c;
   }

@@ -12,7 +12,8 @@
 #      and never v4; the restarted publisher redoes v4 and the follower finishes.
 #   3. under a key, a frame object altered in the store, then its manifest rewritten and re-hashed
 #      to match: both refused, naming the object; the follower stays on v1; restored, it finishes.
-#   4. a follow job launched with another serving layout: refused at start, naming the difference.
+#   4. a follow job launched with a serving layout the publication does not promise: refused at
+#      start, naming the promised ones.
 #   5. four real HF checkpoints: a follower checking each against the checkpoints, and one given
 #      only the base model (--init-checkpoint, --verify false) serving byte-identical files.
 #   6. (s3) radosgw stopped for 4 s while the publisher and a follower run: both retry and finish.
@@ -60,7 +61,7 @@ obj_put() {  # name key file
 layout=(--model tiny --trainers 2 --rollout-tp 2 --seed 7)
 publish() {  # name steps [options]
   local name=$1 steps=$2; shift 2
-  timeout 300 mpirun --oversubscribe -np 2 "$dcr" refit --role publish --store "$(store_url "$name")" --rollouts 2 \
+  timeout 300 mpirun --oversubscribe -np 2 "$dcr" refit --role publish --store "$(store_url "$name")" \
     "${layout[@]}" --steps "$steps" "$@"
 }
 follow() {  # name steps state [options]
@@ -104,8 +105,8 @@ else fail "followers A and B serve different files"; fi
 layout=(--model tiny --trainers 2 --rollout-tp 1 --seed 7)
 follow one $steps "$work/x" --follow-timeout 5 >"$work/x.log" 2>&1 && fail "a follower of another layout ran"
 layout=(--model tiny --trainers 2 --rollout-tp 2 --seed 7)
-grep -q "was published for another layout than this follow job's (.*rollout_tp: store 2, this job 1" "$work/x.log" &&
-  pass "a follow job with --rollout-tp 1 refused at start, naming rollout_tp" || { tail "$work/x.log"; fail "layout check"; }
+grep -q "promises the serving layouts TP 2; this follow job's TP 1 (--rollout-tp 1" "$work/x.log" &&
+  pass "a follow job with --rollout-tp 1 refused at start, naming the promised TP 2" || { tail "$work/x.log"; fail "layout check"; }
 
 # ---- 2: a version whose manifests were never all written is never applied
 publish two 6 --fail-at trainer:1:stream:4 >"$work/p2.log" 2>&1 && fail "publisher of case 2 was not killed"
@@ -157,7 +158,7 @@ follow three 3 "$work/d" --follow-timeout 20 "${keyed[@]}" >"$work/d3.log" 2>&1 
 /usr/bin/python3 "$here/../../scripts/make_hf_checkpoint.py" --family llama --out "$work/ck" --versions 4 --shards 2 \
   >/dev/null || fail "making the HF checkpoints"
 hf=(--trainers 2 --rollout-tp 2)
-timeout 300 mpirun --oversubscribe -np 2 "$dcr" refit --role publish --store "$(store_url six)" --rollouts 2 "${hf[@]}" \
+timeout 300 mpirun --oversubscribe -np 2 "$dcr" refit --role publish --store "$(store_url six)" "${hf[@]}" \
   --checkpoints "$work/ck/step-*" >"$work/p6.log" 2>&1 || { tail "$work/p6.log"; fail "publisher of checkpoints"; }
 layout=("${hf[@]}" --checkpoints "$work/ck/step-*")
 follow six 0 "$work/g" --follow-timeout 20 >"$work/g.log" 2>&1 || { tail "$work/g.log"; fail "verifying follower G"; }

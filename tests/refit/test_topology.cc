@@ -153,45 +153,102 @@ TEST(Plan, EveryRolloutGetsEachOfItsElementsFromExactlyOneFrame) {
   EXPECT_EQ(plan.receivers_of(unknown), nullptr);
 }
 
-// A publisher job (trainers only) and a follower job (relays and rollouts only) plan exactly the
-// frames the one job would: the follower applies what the publisher cut, box for box.
+// The frames of a plan as (trainer, box, parts) with receivers left out: what the store holds.
+std::vector<std::tuple<size_t, Box, std::vector<Box>>> frames_of(const RefitPlan& plan) {
+  std::vector<std::tuple<size_t, Box, std::vector<Box>>> out;
+  for (size_t t = 0; t < plan.frames.size(); ++t) {
+    for (const PlannedFrame& f : plan.frames[t]) out.emplace_back(t, f.box, f.parts);
+  }
+  return out;
+}
+
+// A publisher job (trainers only) and a follower job (relays and rollouts only, with the promise
+// the store hands it): the follower plans the publisher's frames box for box, each reaching the
+// rollouts the one job's would.
 TEST(Plan, PublishAndFollowJobsPlanTheOneJobsFrames) {
   RefitOptions one = config_of(2, 1, 2, 2);
+  one.bundle_below = 0;  // plain frames: the one job's receivers are found by box
   Topology t;
   const RefitPlan expected = plan_on_five_ranks(one, &t);
 
   RefitOptions publish = one;
   publish.role = JobRole::publish;
-  publish.rollouts = 2;
   ASSERT_TRUE(check_refit_options(publish).is_ok());
   Topology p;
   ASSERT_TRUE(make_topology_from_nodes(publish, 1, std::vector<int>(2, 0), &p).is_ok());
   EXPECT_EQ(p.role, Role::trainer);
   EXPECT_EQ(p.index, 1);
+  EXPECT_EQ(p.rollouts, 0);
   const Status wrong = make_topology_from_nodes(publish, 0, std::vector<int>(5, 0), &p);
   EXPECT_NE(wrong.message().find("trainer ranks only: launch 2 ranks"), std::string::npos) << wrong.message();
 
   RefitOptions follow = one;
   follow.role = JobRole::follow;
+  follow.serve_tp = {2};
   Topology f;
   ASSERT_TRUE(make_topology_from_nodes(follow, 2, std::vector<int>(3, 0), &f).is_ok());
   EXPECT_EQ(f.role, Role::rollout);
   EXPECT_EQ(f.index, 1);
   EXPECT_EQ(f.relay_rank(0), 0);
 
-  for (const auto& [config, topology] : {std::make_pair(publish, p), std::make_pair(follow, f)}) {
-    RefitPlan plan = tiny();
-    ASSERT_TRUE(make_plan(config, topology, &plan).is_ok());
-    ASSERT_EQ(plan.frames.size(), expected.frames.size()) << job_role_name(config.role);
-    for (size_t trainer = 0; trainer < plan.frames.size(); ++trainer) {
-      ASSERT_EQ(plan.frames[trainer].size(), expected.frames[trainer].size());
-      for (size_t i = 0; i < plan.frames[trainer].size(); ++i) {
-        const PlannedFrame &a = plan.frames[trainer][i], &b = expected.frames[trainer][i];
-        EXPECT_TRUE(a.box.tensor == b.box.tensor && a.box.row0 == b.box.row0 && a.box.rows == b.box.rows &&
-                    a.box.col0 == b.box.col0 && a.box.cols == b.box.cols && a.receivers == b.receivers)
-            << job_role_name(config.role) << " frame " << i << " of trainer " << trainer;
+  RefitPlan published = tiny(), followed = tiny();
+  ASSERT_TRUE(make_plan(publish, p, &published).is_ok());
+  ASSERT_TRUE(make_plan(follow, f, &followed).is_ok());
+  EXPECT_TRUE(frames_of(published) == frames_of(expected));
+  EXPECT_TRUE(frames_of(followed) == frames_of(expected));
+  for (const auto& per_trainer : followed.frames) {
+    for (const PlannedFrame& frame : per_trainer) {
+      const std::vector<int>* want = expected.receivers_of(frame.box);
+      ASSERT_NE(want, nullptr);
+      EXPECT_EQ(frame.receivers, *want) << frame.box.describe();
+    }
+  }
+}
+
+// One publication promising TP 1, 2 and 4: every follower of a promised layout plans the
+// publisher's frames, each lying whole inside one piece of every rank that receives it; the
+// single-layout plan cuts fewer frames. (EP followers: tests/objstore/fleet.sh.)
+TEST(Plan, OnePublicationServesEveryPromisedLayout) {
+  for (const char* preset : {"tiny", "small"}) {
+    RefitPlan model;
+    ASSERT_TRUE(make_preset(preset, &model.model).is_ok());
+    RefitOptions publish = config_of(2, 1, 2, 2);
+    publish.role = JobRole::publish;
+    publish.serve_tp = {1, 2, 4};
+    Topology p;
+    ASSERT_TRUE(make_topology_from_nodes(publish, 0, std::vector<int>(2, 0), &p).is_ok());
+    RefitPlan published = model;
+    ASSERT_TRUE(make_plan(publish, p, &published).is_ok()) << preset;
+    EXPECT_EQ(published.cut_layouts.size(), 3u);
+    for (const ServeShape shape : published.cut_layouts) {
+      RefitOptions follow = publish;
+      follow.role = JobRole::follow;
+      follow.rollout_tp = shape.tp;
+      follow.rollout_ep = shape.ep;
+      Topology f;
+      ASSERT_TRUE(make_topology_from_nodes(follow, 0, std::vector<int>(1 + 2 * shape.tp, 0), &f).is_ok());
+      RefitPlan followed = model;
+      ASSERT_TRUE(make_plan(follow, f, &followed).is_ok()) << preset << " TP " << shape.tp;
+      EXPECT_TRUE(frames_of(followed) == frames_of(published)) << preset << " TP " << shape.tp << " EP " << shape.ep;
+      for (const auto& per_trainer : followed.frames) {
+        for (const PlannedFrame& frame : per_trainer) {
+          EXPECT_FALSE(frame.receivers.empty());
+          for (int r : frame.receivers) {
+            for (const Box& part : frame.parts) {
+              const Holdings& h = followed.rollout_holdings[r];
+              const bool inside = std::any_of(h.pieces.begin(), h.pieces.end(),
+                                              [&](const LocalPiece& piece) { return piece.box.contains(part); });
+              EXPECT_TRUE(inside) << part.describe() << " at rollout " << r << " of TP " << shape.tp;
+            }
+          }
+        }
       }
     }
+    RefitOptions single = publish;
+    single.serve_tp = {2};
+    RefitPlan one = model;
+    ASSERT_TRUE(make_plan(single, p, &one).is_ok());
+    EXPECT_LT(frames_of(one).size(), frames_of(published).size()) << preset;
   }
 }
 

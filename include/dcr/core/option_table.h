@@ -5,6 +5,7 @@
 // parser per caller.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -66,6 +67,35 @@ Option<C> integer(const std::string& name, T C::*field, long long low, long long
                 "--" + name + ": '" + text + "' is not an integer");
     DCR_REQUIRE(v >= low && v <= high, Code::invalid_argument, range_text(name, low, high) + ", not " + text);
     c->*field = static_cast<T>(v);
+    return Status::ok();
+  };
+  return o;
+}
+
+// A comma-separated list of whole numbers, each in [low, high] ("1,2,4,8"); empty text: none.
+template <class C>
+Option<C> integers(const std::string& name, std::vector<int> C::*field, long long low, long long high,
+                   const std::string& help) {
+  Option<C> o{name, help, false, nullptr, nullptr};
+  o.get = [field](const C& c) {
+    std::string text;
+    for (int v : c.*field) text += (text.empty() ? "" : ",") + std::to_string(v);
+    return text;
+  };
+  o.set = [name, field, low, high](const std::string& text, C* c) {
+    struct One {
+      int v = 0;
+    } one;
+    const Option<One> item = integer<One>(name, &One::v, low, high, "");
+    std::vector<int> values;
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find(',', at), text.size());
+      DCR_TRY(item.set(text.substr(at, end - at), &one));
+      values.push_back(one.v);
+      at = end + 1;
+      DCR_REQUIRE(end + 1 != text.size(), Code::invalid_argument, "--" + name + ": '" + text + "' ends with a comma");
+    }
+    c->*field = std::move(values);
     return Status::ok();
   };
   return o;

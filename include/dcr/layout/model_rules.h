@@ -66,6 +66,7 @@ struct ModelFamily {
   std::vector<std::string> model_types, architectures;  // config.json values that pick this family
   int64_t vocab_padding = 64;
   std::vector<FamilyRule> rules;
+  std::string text;    // the family file's text (what a publication hands its followers)
   std::string layer;   // "layer": a pattern whose group 1 is a tensor's layer index (num_hidden_layers)
   Pattern layer_regex;
 };
@@ -90,6 +91,7 @@ struct TensorRule {
 
 struct ModelRules {
   std::string family, file;
+  std::string family_text;  // the family file's text
   int64_t vocab_padding = 64;
   ModelDims dims;
   bool has_layers = false;  // the family has a "layer" pattern
@@ -121,6 +123,10 @@ Status resolve_rules(const ModelFamily& family, const ModelDims& dims, const Man
 // against the weights (model_config.h).
 Status rules_for_model(const std::string& family, const nlohmann::json& config, const Manifest& manifest,
                        ModelRules* out);
+
+// The same with the family given (a publication's, parsed from the text it stores).
+Status rules_for_family(const ModelFamily& family, const nlohmann::json& config, const Manifest& manifest,
+                        ModelRules* out);
 
 // Whether a tensor may be split under `rules` at tp > 1: matched, or a 1-D tensor or buffer (which
 // stays whole). invalid_argument naming the tensor and the family file otherwise.

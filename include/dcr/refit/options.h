@@ -42,7 +42,11 @@ struct RefitOptions {
   bool fuse = true;                  // fused qkv / gate_up serving buffers
   ServeQuant serve_quant = ServeQuant::none;  // what rollouts serve (layout/serve_quant.h)
   std::string model_family;          // configs/models/<name>.json or a path; default: from config.json
-  int rollouts = 0;                  // publish: the follower job's rollout ranks (its frames are cut for them)
+  // Serving layouts frames are also cut for (every TP of serve_tp with every EP of serve_ep that
+  // divides it): each frame then lies inside one serving piece of each, so one stream serves them
+  // all. A publisher promises these to its followers (empty lists: its --rollout-tp, --rollout-ep);
+  // a follower takes them from the store. See promised_layouts().
+  std::vector<int> serve_tp, serve_ep;
   uint64_t frame_elements = 1 << 20; // largest frame (elements)
   uint64_t bundle_below = 1 << 16;   // boxes under this many elements share bundle frames (0: none)
   int window = 32;                   // frames a sender keeps in flight
@@ -57,6 +61,19 @@ struct RefitOptions {
   uint64_t stage_mb = 1024;          // staged: frames held in memory per rollout; beyond, spilled to state_dir
   int apply_threads = 1;             // staged: threads each rollout applies its frames with in the pause
 };
+
+// One serving layout's shape: TP degree and EP degree (EP divides TP). Fused or not does not
+// change which canonical elements a rank holds, so a frame cut for one serves both.
+struct ServeShape {
+  int tp = 1, ep = 1;
+  bool operator==(const ServeShape& o) const { return tp == o.tp && ep == o.ep; }
+  bool operator<(const ServeShape& o) const { return tp != o.tp ? tp < o.tp : ep < o.ep; }
+};
+// The promised layouts, ascending: serve_tp x serve_ep where EP divides TP (an empty list stands
+// for the job's own degree); none when both lists are empty, unless this is a publisher.
+std::vector<ServeShape> promised_layouts(const RefitOptions& options);
+// "TP 1, TP 2, TP 4 EP 2": layouts as the options name them.
+std::string describe_layouts(const std::vector<ServeShape>& layouts);
 
 // The options every caller of the library may set, by the names `dcr refit` takes (without "--").
 const std::vector<Option<RefitOptions>>& refit_option_table();

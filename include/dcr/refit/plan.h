@@ -28,6 +28,9 @@ struct PlannedFrame {
 struct RefitPlan {
   Manifest model;               // the checkpoint's (or preset's) tensors: what a version source gives
   nlohmann::json model_config;  // the checkpoint's config.json (null for presets and bare files)
+  // The model family file's text when the caller has it (a follower: the publication's); empty:
+  // make_plan picks the family by --model-family or config.json.
+  std::string family_text;
   // What rollouts serve (serve_quant.h): `model`, or its block-FP8 form. Holdings, frames and shards
   // are made of these tensors; their bits come from the model's through served_bytes().
   Manifest manifest;
@@ -37,6 +40,9 @@ struct RefitPlan {
   std::vector<Holdings> trainer_holdings;
   std::vector<Holdings> rollout_holdings;
   std::vector<std::vector<PlannedFrame>> frames;  // per trainer
+  // The serving layouts frames are cut for (promised_layouts() and this job's own, ascending): each
+  // frame lies inside one piece, or apart from every piece, of every rank of each.
+  std::vector<ServeShape> cut_layouts;
 
   // The served bits of any box, from the model's bits.
   BoxBytes served_bytes(const TensorBytes& model_bits) const;

@@ -15,13 +15,15 @@
 //
 // Versions increase along a chain: each published delta names its base (< target), and a reader
 // at version `from` applies the versions linking from -> to in order.
-// A FrameSpool holds no state beyond its store and writer count; several processes may use the
-// same store (each writer publishes its own objects; prune from one process only).
+// A FrameSpool holds no state beyond its store, its writer count and the manifests of complete
+// versions it has read (which never change); several processes may use the same store (each writer
+// publishes its own objects; prune from one process only).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -95,7 +97,10 @@ class FrameSpool {
   void set_keys(std::shared_ptr<const Keyring> keys) { keys_ = std::move(keys); }
   // With a publication id (two jobs joined by a store), every manifest written names it and every
   // manifest read must name it: a version copied from another publication is refused.
-  void set_publication(std::string id) { publication_ = std::move(id); }
+  void set_publication(std::string id) {
+    publication_ = std::move(id);
+    complete_.clear();
+  }
   const std::string& publication() const { return publication_; }
 
   std::string describe() const { return store_->describe(); }
@@ -168,6 +173,9 @@ class FrameSpool {
   std::shared_ptr<const Keyring> keys_;
   std::string publication_;
   mutable std::set<std::string> reported_;  // damaged versions already named in a warning
+  // Complete versions' manifests as validated once ("v12", "f8"): a complete manifest never
+  // changes, so a reader polling the store lists it and GETs only the new ones.
+  mutable std::map<std::string, std::shared_ptr<const Manifests>> complete_;
 };
 
 }  // namespace dcr

@@ -69,6 +69,16 @@ struct StoreOptions {
 // Opened for reading, a missing S3 bucket is Code::not_found; a missing directory lists nothing.
 Status open_store(const std::string& url, StoreAccess access, std::unique_ptr<ObjectStore>* out);
 
+// Requests made through a store (counted_store), for records: a follower's GETs per version, a
+// publisher's bytes put.
+struct StoreCounts {
+  uint64_t gets = 0, lists = 0, puts = 0, removes = 0;
+  uint64_t get_bytes = 0, put_bytes = 0;  // object bytes read (found) and written
+  StoreCounts since(const StoreCounts& before) const;
+};
+// `inner` with every request added to *counts (not thread-safe: one store per rank, as the job uses).
+std::unique_ptr<ObjectStore> counted_store(std::unique_ptr<ObjectStore> inner, std::shared_ptr<StoreCounts> counts);
+
 // The backends, for tests and callers that build one directly.
 std::unique_ptr<ObjectStore> file_store(const std::string& dir, StoreAccess access = StoreAccess::write);
 struct S3Location {
