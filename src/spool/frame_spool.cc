@@ -237,7 +237,19 @@ Status FrameSpool::targets(char series, std::vector<uint64_t>* out) const {
       found.insert(target);
   }
   out->assign(found.begin(), found.end());
+  forget_unlisted(series, keys);
   return Status::ok();
+}
+
+// Cached manifests stand for the store only while their objects are listed: one removed since
+// (pruned, or a publisher's unfinished version) is forgotten.
+void FrameSpool::forget_unlisted(char series, const std::vector<std::string>& listed) const {
+  const std::set<std::string> keys(listed.begin(), listed.end());
+  for (auto it = complete_.lower_bound(std::string(1, series)); it != complete_.end() && it->first[0] == series;) {
+    const std::vector<std::string>& needed = it->second->keys;
+    const bool all = std::all_of(needed.begin(), needed.end(), [&](const std::string& k) { return keys.count(k) > 0; });
+    it = all ? std::next(it) : complete_.erase(it);
+  }
 }
 
 Status FrameSpool::all_of(char series, std::vector<VersionEntry>* out) const {
@@ -277,6 +289,8 @@ Status FrameSpool::chain(uint64_t from, uint64_t to, std::vector<VersionEntry>* 
   const std::string here = "chain from version " + std::to_string(from) + " to " + std::to_string(to);
   DCR_REQUIRE(from <= to, Code::invalid_argument, here + ": versions only move forward");
   out->clear();
+  std::vector<uint64_t> listed;
+  DCR_TRY(targets(kDelta, &listed));  // one LIST: manifests removed since are forgotten
   for (uint64_t at = to; at != from;) {
     VersionEntry e;
     const Status s = version(at, &e);

@@ -394,15 +394,42 @@ TEST_F(FrameSpoolTest, WithAKeyEveryManifestIsAuthenticated) {
   char end[64];
   std::snprintf(end, sizeof end, "end 1 %016llx\n", static_cast<unsigned long long>(hash64(body.data(), body.size())));
   std::ofstream(path, std::ios::trunc) << body << end;
-  const Status st = keyed.read_version(1, &read);
+  FrameSpool fresh(dir_);  // a reader that has not validated it yet (a new job)
+  fresh.set_keys(keys);
+  const Status st = fresh.read_version(1, &read);
   EXPECT_EQ(st.code(), Code::corrupt);
   EXPECT_NE(st.message().find("tag does not match"), std::string::npos) << st.message();
+  // The reader that validated the manifest before keeps that copy (a complete manifest never
+  // changes) and takes both frames, each checked against it.
+  ASSERT_TRUE(keyed.read_version(1, &read).is_ok());
+  EXPECT_EQ(read.size(), 2u);
 
   FrameSpool plain(dir_);
   ASSERT_TRUE(plain.publish(1, 2, delta_frames(1, 2, 1)).is_ok());  // no mac line
   const Status unauthenticated = keyed.read_version(2, &read);
   EXPECT_NE(unauthenticated.message().find("not authenticated (no mac line)"), std::string::npos)
       << unauthenticated.message();
+}
+
+// A reader polling the store GETs each complete manifest once: listing 16 kept versions again
+// costs LISTs, not 16 GETs; a removed version is forgotten.
+TEST_F(FrameSpoolTest, AReaderGetsEachCompleteManifestOnce) {
+  FrameSpool writer(dir_);
+  for (uint64_t v = 1; v <= 16; ++v) ASSERT_TRUE(writer.publish(v - 1, v, delta_frames(v - 1, v, 1)).is_ok());
+  auto counts = std::make_shared<StoreCounts>();
+  FrameSpool reader(std::shared_ptr<ObjectStore>(counted_store(file_store(dir_, StoreAccess::read), counts)));
+  std::vector<VersionEntry> chain;
+  ASSERT_TRUE(reader.chain(0, 16, &chain).is_ok());
+  EXPECT_EQ(chain.size(), 16u);
+  const uint64_t first = counts->gets;
+  EXPECT_GE(first, 16u);
+  for (int poll = 0; poll < 5; ++poll) ASSERT_TRUE(reader.chain(0, 16, &chain).is_ok());
+  EXPECT_EQ(counts->gets, first) << "every kept manifest read again";
+  ASSERT_TRUE(writer.publish(16, 17, delta_frames(16, 17, 1)).is_ok());
+  ASSERT_TRUE(reader.chain(0, 17, &chain).is_ok());
+  EXPECT_EQ(counts->gets, first + 1);
+  ASSERT_TRUE(writer.prune_before(10).is_ok());
+  EXPECT_EQ(reader.chain(0, 17, &chain).code(), Code::not_found);
 }
 
 TEST_F(FrameSpoolTest, APublicationTakesOnlyItsOwnManifestsAndRecordsEachWritersState) {

@@ -165,6 +165,7 @@ class FrameSpool {
   Status all_of(char series, std::vector<VersionEntry>* out) const;
   Status targets(char series, std::vector<uint64_t>* out) const;
   Status remove_version(char series, uint64_t target) const;
+  void forget_unlisted(char series, const std::vector<std::string>& listed) const;
   Status remove_where(char series, const std::function<bool(uint64_t)>& drop) const;  // each target it says
   std::string where(const std::string& key) const { return "'" + store_->describe() + "/" + key + "'"; }
 
@@ -173,8 +174,9 @@ class FrameSpool {
   std::shared_ptr<const Keyring> keys_;
   std::string publication_;
   mutable std::set<std::string> reported_;  // damaged versions already named in a warning
-  // Complete versions' manifests as validated once ("v12", "f8"): a complete manifest never
-  // changes, so a reader polling the store lists it and GETs only the new ones.
+  // Complete versions' manifests as validated once (by "v12/" + writers): a complete manifest never
+  // changes, so a reader polling the store lists it and GETs only the new ones; one no longer
+  // listed is forgotten.
   mutable std::map<std::string, std::shared_ptr<const Manifests>> complete_;
 };
 
