@@ -68,16 +68,7 @@ class FileStore : public ObjectStore {
 
   Status list(const std::string& prefix, std::vector<std::string>* keys) override {
     keys->clear();
-    std::error_code error;
-    std::filesystem::recursive_directory_iterator it(dir_, error), end;
-    if (error == std::errc::no_such_file_or_directory) return Status::ok();
-    for (; !error && it != end; it.increment(error)) {
-      if (!it->is_regular_file(error)) continue;
-      const std::string key = std::filesystem::relative(it->path(), dir_, error).generic_string();
-      const bool temporary = key.size() > 4 && key.compare(key.size() - 4, 4, ".tmp") == 0;
-      if (!temporary && key.compare(0, prefix.size(), prefix) == 0) keys->push_back(key);
-    }
-    DCR_REQUIRE(!error, Code::io_error, "cannot list '" + dir_ + "': " + error.message());
+    DCR_TRY(walk(dir_, prefix, keys));
     std::sort(keys->begin(), keys->end());
     return Status::ok();
   }
@@ -98,6 +89,31 @@ class FileStore : public ObjectStore {
   }
 
  private:
+  // Adds the key of every regular file under `dir` starting with `prefix`. A file or directory
+  // removed while it is walked (a publisher pruning as a follower lists) is left out, as an S3
+  // listing taken a moment later would; any other error fails the listing.
+  Status walk(const std::filesystem::path& dir, const std::string& prefix, std::vector<std::string>* keys) const {
+    const auto gone = [](const std::error_code& e) { return e == std::errc::no_such_file_or_directory; };
+    std::error_code error;
+    std::filesystem::directory_iterator it(dir, error), end;
+    for (; !error && it != end; it.increment(error)) {
+      std::error_code kind;
+      if (!it->is_symlink(kind) && it->is_directory(kind)) {  // as before: symlinked directories not followed
+        DCR_TRY(walk(it->path(), prefix, keys));
+        continue;
+      }
+      if (!it->is_regular_file(kind)) {
+        DCR_REQUIRE(!kind || gone(kind), Code::io_error, "cannot list '" + it->path().string() + "': " + kind.message());
+        continue;
+      }
+      const std::string key = std::filesystem::relative(it->path(), dir_, kind).generic_string();
+      const bool temporary = key.size() > 4 && key.compare(key.size() - 4, 4, ".tmp") == 0;
+      if (!kind && !temporary && key.compare(0, prefix.size(), prefix) == 0) keys->push_back(key);
+    }
+    DCR_REQUIRE(!error || gone(error), Code::io_error, "cannot list '" + dir.string() + "': " + error.message());
+    return Status::ok();
+  }
+
   Status check_writable(const char* what, const std::string& key) const {
     DCR_REQUIRE(access_ == StoreAccess::write, Code::invalid_argument,
                 std::string(what) + " of '" + key + "' refused: the store " + describe() + " was opened for reading");

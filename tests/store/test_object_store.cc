@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "dcr/store/object_store.h"
 
@@ -204,6 +205,36 @@ TEST(FileStore, AnObjectOverTheLimitIsCorrupt) {
   EXPECT_TRUE(bytes.empty());
   ASSERT_TRUE(store->get("v1/w0-000000.frame", &bytes, &found, 900).is_ok());
   EXPECT_TRUE(found && bytes.size() == 900);
+  std::filesystem::remove_all(dir);
+}
+
+// A follower lists while the publisher prunes: versions removed during a listing are left out of
+// it, never an error (a recursive directory walk used to fail with "No such file or directory").
+TEST(FileStore, ListingWhileVersionsAreRemovedIsNotAnError) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("dcr-store-" + unique_name());
+  std::unique_ptr<ObjectStore> writer = file_store(dir), reader = file_store(dir, StoreAccess::read);
+  constexpr int kVersions = 300;
+  for (int v = 0; v < kVersions; ++v) {
+    for (int f = 0; f < 3; ++f) {
+      ASSERT_TRUE(writer->put("v" + std::to_string(v) + "/w0-00000" + std::to_string(f) + ".frame", {1, 2}, false).is_ok());
+    }
+  }
+  ASSERT_TRUE(writer->put("LAYOUT", std::vector<uint8_t>{1}, true).is_ok());
+  std::thread pruner([&] {
+    for (int v = 0; v < kVersions; ++v) {
+      for (int f = 0; f < 3; ++f) writer->remove("v" + std::to_string(v) + "/w0-00000" + std::to_string(f) + ".frame");
+    }
+  });
+  int listings = 0;
+  for (size_t left = 1; left > 0; ++listings) {
+    std::vector<std::string> keys;
+    const Status st = reader->list("", &keys);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    ASSERT_FALSE(keys.empty());
+    left = keys.size() - 1;  // LAYOUT stays
+  }
+  pruner.join();
+  EXPECT_GT(listings, 0);
   std::filesystem::remove_all(dir);
 }
 
