@@ -4,11 +4,12 @@
 # on the same versions. Per change rate: the bytes put into the store per delta version (frames,
 # their headers and the manifests: every PUT's bytes), the frames, and the trainers' encode time;
 # on the change model of the `medium` preset and on a training run's real checkpoints
-# (scripts/make_training_run.py, made once under results/training-run-135 when torch is there).
+# (perf/training_run.sh: scripts/make_training_run.py's, made once under results/training-run).
 # Then a follower's store GETs per version while the store keeps 16 deltas.
 # Writes results/publication-<timestamp>/{*.json,summary.json,summary.md} and prints the table.
 # Usage: perf/bench_publication.sh   env: MODEL (medium), RATES ("1 3 5"), STEPS (3),
-#   PROMISE (1,2,4,8), SINGLE (2), RUN (a training run dir holding rate-R/step-*; "" to skip)
+#   PROMISE (1,2,4,8), SINGLE (2), RUN (results/training-run: rate-R/step-* of each rate; "" to skip),
+#   KEEP_STEPS (20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/dcr ] || scripts/build.sh
@@ -20,10 +21,9 @@ rates=${RATES:-1 3 5}
 steps=${STEPS:-3}
 promise=${PROMISE:-1,2,4,8}
 single=${SINGLE:-2}
-run=${RUN-results/training-run-135}
-if [ -n "$run" ] && [ ! -d "$run/rate-${rates##* }" ]; then
-  python3 scripts/make_training_run.py --out "$run" --rates $rates --steps "$steps" >"$out/training-run.log" 2>&1 ||
-    { echo "no training run (needs python3-torch): skipped"; run=""; }
+run=""
+if [ "${RUN-unset}" != "" ]; then
+  source perf/training_run.sh  # $run: the training run's checkpoints, made once
 fi
 
 publish() {  # name serve-tp [source options]

@@ -87,7 +87,8 @@ std::vector<Option<C>> application_options() {
       choice<C, JobRole>("role", &C::role, {{"all", JobRole::all}, {"publish", JobRole::publish}, {"follow", JobRole::follow}},
                          "all: one job of trainers, relays and rollouts; publish: a job of --trainers ranks putting every "
                          "version into --store; follow: a job of relays and rollouts applying every version it finds in "
-                         "--store (the two jobs share only the store URL and these layout options)"),
+                         "--store, with a serving layout the publisher promises (--serve-tp, --serve-ep); it takes the model and "
+                         "every publisher option from the store"),
       text<C>("store", &C::store,
               "object store joining a publish job and its follow jobs: file:///shared/dir or s3://bucket/prefix "
               "(credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials, endpoint from "

@@ -113,14 +113,19 @@ std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t
                                (s.core.plan.quant != ServeQuant::none ? std::string(", serving ") + serve_quant_name(s.core.plan.quant) : "") +
                                ")";
   const std::string model = "model " +
-                            (config.from_checkpoints() ? "from checkpoints" : config.init_checkpoint.empty() ? config.model : config.init_checkpoint) +
+                            (config.role == JobRole::follow ? "of the publication"
+                             : config.from_checkpoints() ? "from checkpoints"
+                             : config.init_checkpoint.empty() ? config.model
+                                                              : config.init_checkpoint) +
                             " (" + std::to_string(model_bytes) + " bytes, family " + s.core.plan.rules.family + ")";
+  const std::string promised = describe_layouts(s.core.plan.cut_layouts);
   if (config.role == JobRole::publish) {
-    return "publish to " + s.spool->describe() + ": " + trainers + ", frames cut for " + rollouts + ", " + model;
+    return "publish to " + s.spool->describe() + ": " + trainers + ", frames cut for the serving layouts " + promised +
+           ", " + model;
   }
   if (config.role == JobRole::follow) {
-    return "follow " + s.spool->describe() + " (published by " + trainers + "): " + relays + " -> " + rollouts +
-           ", transport " + std::string(data_plane_name(config.transport)) + ", " + model;
+    return "follow " + s.spool->describe() + " (published by " + trainers + " for " + promised + "): " + relays +
+           " -> " + rollouts + ", transport " + std::string(data_plane_name(config.transport)) + ", " + model;
   }
   return trainers + " -> " + relays + " -> " + rollouts + ", transport " + std::string(data_plane_name(config.transport)) + ", " + model;
 }
@@ -188,12 +193,13 @@ Status run_refit(const RefitConfig& config, const JobWorld& world, RefitReport* 
   const Topology& t = s.core.topology;
   report->manifest_hash = s.core.plan.manifest.hash();
   report->model_bytes = s.core.plan.manifest.total_bytes();
-  report->summary = describe_job(config, s, report->model_bytes);
+  report->summary = describe_job(s.config, s, report->model_bytes);  // a follower's: the publication's options
   if (t.world_rank == 0) {
     s.observer.note("dcr refit: " + report->summary);
     s.observer.note("dcr refit: " + t.describe_placement());
     s.observer.note(describe_keys(s));
-    if (!describe_unused_ep(config, s.core.plan).empty()) s.observer.note(describe_unused_ep(config, s.core.plan));
+    const std::string unused = describe_unused_ep(s.config, s.core.plan);
+    if (!unused.empty()) s.observer.note(unused);
   }
 
   if (config.role != JobRole::all) {
