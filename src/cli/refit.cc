@@ -43,6 +43,18 @@ void print_step(const StepRecord& r) {
   if (r.bcast_seconds > 0) std::printf("  bcast %8.4f s", r.bcast_seconds);
   if (r.lag_s > 0) std::printf("  lag %8.3f s", r.lag_s);
   std::printf("  %s\n", outcome(r));
+  std::string memory;
+  const auto role = [&memory](const char* name, uint64_t anon, uint64_t shard, const char* held) {
+    if (anon == 0) return;
+    char text[96];
+    std::snprintf(text, sizeof text, "%s%s %.1f", memory.empty() ? "" : ", ", name, anon / 1e6);
+    memory += text;
+    if (shard > 0) std::snprintf(text, sizeof text, " (%s %.1f)", held, shard / 1e6), memory += text;
+  };
+  role("trainers", r.trainer_anon, r.trainer_shard, "shard");
+  role("relays", r.relay_anon, 0, "");
+  role("rollouts", r.rollout_anon, r.rollout_shard, "serving");
+  if (!memory.empty()) std::printf("      peak anonymous MB (largest rank): %s\n", memory.c_str());
   if (r.store_gets + r.store_lists + r.store_puts > 0) {
     std::printf("      store: %llu GETs, %llu LISTs, %llu PUTs (%.3f MB put)\n",
                 static_cast<unsigned long long>(r.store_gets), static_cast<unsigned long long>(r.store_lists),

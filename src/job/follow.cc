@@ -138,6 +138,7 @@ StepRecord follow_once(RankState* s, const Next& next) {
   reduce_stats(s, stats, &total);
   record_totals(total, &r);
   r.wire_bytes = root ? next.entry.bytes : 0;  // what the root read from the store (no trainer here sent any)
+  record_memory(s, &r);
   return r;
 }
 

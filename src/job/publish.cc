@@ -178,13 +178,14 @@ StepRecord publish_once(RankState* s, uint64_t target) {
     DCR_TRY(s->core.transfer(FrameKind::full, {target, target}, snapshot_pass.io(), &full));
     return snapshot_pass.finish();
   };
-  r.published = run_version(s, kind, versions, io, &r, &delta);
+  r.published = run_version(s, kind, versions, source_checked(s, io, target), &r, &delta);
   StepStats delta_total, full_total;
   reduce_stats(s, delta, &delta_total);
   reduce_stats(s, full, &full_total);
   record_totals(delta_total, &r);
   r.full_bytes = first ? delta_total.wire_bytes : full_total.wire_bytes;
   record_requests(s, before, &r);
+  record_memory(s, &r);
   return r;
 }
 

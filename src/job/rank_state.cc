@@ -138,6 +138,7 @@ Status set_up(const RefitConfig& config, const JobWorld& world, RankState* s) {
               "--compare-bcast times MPI_Bcast: it needs an MPI job (--compare-bcast false elsewhere)");
   s->config = config;
   s->core.config = config;  // the library's part of it
+  s->memory.start();
   s->world = world;
   s->core.control = world.control;
   DCR_TRY(make_topology(config, *world.control, &s->core.topology));
@@ -164,9 +165,7 @@ Status set_up(const RefitConfig& config, const JobWorld& world, RankState* s) {
     if (config.role == JobRole::all) s->core.keep_sent = &s->sent;
     s->spool->set_keys(s->core.keys);
   }
-  if (t.role == Role::trainer) {
-    s->core.current = Shard(s->core.plan.manifest, s->core.plan.trainer_holdings[t.index]);
-  } else if (t.role == Role::rollout) {
+  if (t.role == Role::rollout) {
     s->core.serving = Shard(s->core.plan.manifest, s->core.plan.rollout_holdings[t.index]);
     if (config.compare_full) s->full_serving = Shard(s->core.plan.manifest, s->core.plan.rollout_holdings[t.index]);
   }
@@ -212,11 +211,28 @@ Status advance_source_to(RankState* s, uint64_t version) {
   if (!s->source) return Status::ok();
   DCR_TRY(s->source->seek(version));
   if (s->core.topology.role != Role::trainer) return Status::ok();
-  const Status loaded = s->core.current.load(s->core.plan.served_bytes(s->source->bytes()));
+  const RefitPlan& plan = s->core.plan;
+  const Holdings& held = plan.trainer_holdings[s->core.topology.index];
+  if (plan.served_as_is()) {  // sent from where the source holds it (the step checks it unchanged)
+    s->core.current = Shard::view(plan.manifest, held, plan.served_in_place(s->source->bytes()));
+    return Status::ok();
+  }
+  if (s->core.current.holdings().pieces.empty()) s->core.current = Shard(plan.manifest, held);
+  const Status loaded = s->core.current.load(plan.served_bytes(s->source->bytes()));
   // A file saved again while it was loaded leaves a torn shard: never encoded, and named as the
   // cause rather than whatever the torn bytes made load() refuse.
   DCR_TRY(s->source->check_unchanged().with_context("version " + std::to_string(version) + " is not used"));
   return loaded.with_context("version " + std::to_string(version));
+}
+
+StepIO source_checked(RankState* s, StepIO io, uint64_t version) {
+  if (s->core.topology.role != Role::trainer || !s->source) return io;
+  io.before_vote = [s, then = io.before_vote, version]() -> Status {
+    // The version was read in place while it was sent: a file saved again meanwhile voids it.
+    DCR_TRY(s->source->check_unchanged().with_context("version " + std::to_string(version) + " is not committed"));
+    return then ? then() : Status::ok();
+  };
+  return io;
 }
 
 Status seek_everywhere(RankState* s, uint64_t version) {
@@ -254,6 +270,21 @@ bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& 
 bool all_true(RankState* s, bool value) { return s->core.control->all_true(value); }
 
 void barrier(RankState* s) { s->core.control->barrier(); }
+
+void record_memory(RankState* s, StepRecord* r) {
+  const Topology& t = s->core.topology;
+  const uint64_t anon = s->memory.take();
+  const uint64_t shard = t.role == Role::trainer ? s->core.baseline.bytes() : t.role == Role::rollout ? s->core.serving.bytes() : 0;
+  std::vector<double> most(5, 0);
+  most[t.role == Role::trainer ? 0 : t.role == Role::relay ? 1 : 2] = static_cast<double>(anon);
+  most[t.role == Role::trainer ? 3 : 4] = static_cast<double>(shard);
+  s->core.control->all_max(&most);
+  r->trainer_anon = static_cast<uint64_t>(most[0]);
+  r->relay_anon = static_cast<uint64_t>(most[1]);
+  r->rollout_anon = static_cast<uint64_t>(most[2]);
+  r->trainer_shard = static_cast<uint64_t>(most[3]);
+  r->rollout_shard = static_cast<uint64_t>(most[4]);
+}
 
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
   const uint64_t sent = s->core.topology.role == Role::trainer ? mine.frames : mine.sent;

@@ -25,6 +25,7 @@
 #include "dcr/transport/transport.h"
 #include "src/job/config.h"
 #include "src/refit/endpoint_core.h"
+#include "src/job/memory_meter.h"
 #include "src/job/publisher_lease.h"
 
 namespace dcr {
@@ -44,6 +45,7 @@ struct RankState {
   Shard full_serving;                          // rollouts: the full-refit copy
   std::unique_ptr<FrameSpool> spool;           // with --spool-dir, or the store (--role publish | follow)
   std::shared_ptr<StoreCounts> store_counts;   // --store: every request this rank made to it
+  MemoryMeter memory;                          // this rank's peak anonymous memory, per record
   std::unique_ptr<PublisherLease> lease;       // --role publish, trainer 0: this job is the store's publisher
   std::vector<SharedBytes> sent;               // trainers: this step's frames, published after the commit
   RefitObserver observer;                      // world rank 0: where progress lines and records go
@@ -70,9 +72,13 @@ bool all_true(RankState* s, bool value);
 void barrier(RankState* s);
 // Collective: whether version v exists (see VersionSource::has_version); every rank agrees.
 Status version_exists(RankState* s, uint64_t version, bool* exists);
-// Makes the source hold `version` (where this rank has one); trainers load it into `current` (their
-// served shard: quantized where the plan serves block FP8).
+// Makes the source hold `version` (where this rank has one); trainers take it as `current`: a view
+// of the source's bytes where the plan serves them as they are, else computed into their own
+// buffers (block FP8).
 Status advance_source_to(RankState* s, uint64_t version);
+// `io` whose before_vote first checks, on a trainer, that its source did not change while the
+// step read it in place (advance_source_to's view); a changed checkpoint fails the vote.
+StepIO source_checked(RankState* s, StepIO io, uint64_t version);
 // Collective: moves every rank with a source to `version`; fails everywhere when one cannot.
 Status seek_everywhere(RankState* s, uint64_t version);
 
@@ -84,6 +90,8 @@ bool transfer(RankState* s, FrameKind kind, Versions versions, Shard* serving, S
 // seconds and commit_s; *stats: what this rank did; s->step_error: this rank's error, if any.
 bool run_version(RankState* s, FrameKind kind, Versions versions, const StepIO& io, StepRecord* r, StepStats* stats);
 void reduce_stats(RankState* s, const StepStats& mine, StepStats* total);
+// Collective: each role's peak anonymous memory since the previous record, and its shard bytes.
+void record_memory(RankState* s, StepRecord* r);
 // A step's reduced statistics into its record (frames, bytes, change rate, stage times, contexts).
 void record_totals(const StepStats& total, StepRecord* r);
 // Whether every rollout's shard equals the model's current bits (true where nobody verifies).

@@ -82,21 +82,22 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   r.version = target;
   r.base = versions.base;
   r.kind = kind == FrameKind::full ? "full" : "delta";
-  if (s->core.topology.role == Role::trainer) {
-    s->touched = s->source->touched_bytes();
-    s->peak_rss = peak_rss();
-  }
   r.contexts = context_mode_name(s->config.contexts);
   r.link_gbps = s->core.context_rule.link_gbps();
   r.link_source = s->core.context_rule.link_source();
   StepStats stats;
-  run_version(s, kind, versions, StepIO{}, &r, &stats);
+  run_version(s, kind, versions, source_checked(s, StepIO{}, target), &r, &stats);
+  if (s->core.topology.role == Role::trainer) {  // the version is read in place while it is sent
+    s->touched = s->source->touched_bytes();
+    s->peak_rss = peak_rss();
+  }
   StepStats total;
   reduce_stats(s, stats, &total);
   record_totals(total, &r);
   if (kind == FrameKind::delta) s->core.context_rule.observe_apply(total.apply_s, total.changed, s->core.topology.trainers);
   r.checked = s->config.verify ? kCheckedModelBytes : kCheckedFrameHashes;
   r.bitexact = r.committed && s->config.verify && verified(s, s->core.serving);
+  record_memory(s, &r);
   return r;
 }
 

@@ -57,6 +57,10 @@ struct StepRecord {
   // Two jobs: the version's requests to the store. Publisher: every trainer's, from its start to its
   // commit; follower: the root relay's since its previous version (its polls while waiting too).
   uint64_t store_gets = 0, store_lists = 0, store_puts = 0, store_put_bytes = 0;
+  // Memory: each role's largest peak of anonymous memory (RssAnon) since the previous record, and
+  // the largest shard it holds (trainers: their pieces; rollouts: their serving buffers); 0 for a
+  // role this job has no ranks of.
+  uint64_t trainer_anon = 0, relay_anon = 0, rollout_anon = 0, trainer_shard = 0, rollout_shard = 0;
 };
 
 struct RefitReport {

@@ -35,6 +35,10 @@ Status write_refit_json(const RefitReport& report, const std::string& path) {
                      {"apply", r.apply}, {"staging_seconds", r.staging_s}, {"pause_seconds", r.pause_s},
                      {"rollout_bytes",
                       {{"received", r.received_bytes}, {"staged_memory", r.staged_memory}, {"staged_spilled", r.staged_spilled}}},
+                     {"memory",
+                      {{"trainer", {{"peak_anon", r.trainer_anon}, {"shard", r.trainer_shard}}},
+                       {"relay", {{"peak_anon", r.relay_anon}}},
+                       {"rollout", {{"peak_anon", r.rollout_anon}, {"shard", r.rollout_shard}}}}},
                      {"store", {{"gets", r.store_gets}, {"lists", r.store_lists}, {"puts", r.store_puts}, {"put_bytes", r.store_put_bytes}}},
                      {"contexts",
                       {{"mode", r.contexts}, {"frames", r.context_frames}, {"declined", r.declined_frames},
@@ -53,7 +57,8 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
   DCR_REQUIRE(out.good(), Code::io_error, "cannot write refit records to '" + path + "'");
   out << "version,kind,change_rate,frames,wire_bytes,full_bytes,seconds,full_seconds,bcast_seconds,speedup,"
          "committed,bitexact,checked,encode_s,send_s,relay_s,apply_s,commit_s,contexts,context_frames,declined_frames,"
-         "link_gbps,link,lag_s,apply,staging_seconds,pause_seconds,received_bytes,staged_memory,staged_spilled,store_gets,store_lists,store_puts,store_put_bytes\n";
+         "link_gbps,link,lag_s,apply,staging_seconds,pause_seconds,received_bytes,staged_memory,staged_spilled,store_gets,store_lists,store_puts,store_put_bytes,"
+         "trainer_anon,trainer_shard,relay_anon,rollout_anon,rollout_shard\n";
   for (const StepRecord& r : report.steps) {
     out << r.version << ',' << r.kind << ',' << r.change_rate << ',' << r.frames << ',' << r.wire_bytes << ','
         << r.full_bytes << ',' << r.seconds << ',' << r.full_seconds << ',' << r.bcast_seconds << ',' << speedup(r)
@@ -63,7 +68,8 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
         << r.declined_frames << ',' << r.link_gbps << ',' << r.link_source << ',' << r.lag_s << ',' << r.apply << ','
         << r.staging_s << ',' << r.pause_s << ',' << r.received_bytes << ',' << r.staged_memory << ','
         << r.staged_spilled << ',' << r.store_gets << ',' << r.store_lists << ',' << r.store_puts << ','
-        << r.store_put_bytes << '\n';
+        << r.store_put_bytes << ',' << r.trainer_anon << ',' << r.trainer_shard << ',' << r.relay_anon << ','
+        << r.rollout_anon << ',' << r.rollout_shard << '\n';
   }
   return out.good() ? Status::ok() : Status(Code::io_error, "writing '" + path + "' failed");
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "dcr/layout/fp8_block.h"
 
@@ -44,6 +45,29 @@ Status Shard::attach(const Manifest& manifest, Holdings holdings, const std::vec
   }
   *out = std::move(shard);
   return Status::ok();
+}
+
+Shard Shard::view(const Manifest& manifest, const Holdings& holdings, const TensorBytes& canonical) {
+  Shard shard;
+  shard.manifest_ = &manifest;
+  std::map<uint32_t, uint32_t> buffer_of;  // tensor -> its buffer here
+  for (const LocalPiece& p : holdings.pieces) {
+    const TensorDesc& t = manifest.tensors[p.box.tensor];
+    const auto it = buffer_of.emplace(p.box.tensor, static_cast<uint32_t>(buffer_of.size())).first;
+    if (it->second == shard.data_.size()) {
+      shard.holdings_.buffer_names.push_back(t.name);
+      shard.holdings_.buffer_elements.push_back(t.numel());
+      shard.holdings_.buffer_shapes.push_back(t.shape);
+      shard.holdings_.buffer_dtypes.push_back(t.dtype);
+      shard.dtypes_.push_back(t.dtype);
+      shard.widths_.push_back(static_cast<unsigned>(t.width()));
+      shard.data_.push_back(const_cast<uint8_t*>(canonical(p.box.tensor)));
+      shard.sizes_.push_back(t.nbytes());
+    }
+    const uint64_t cols = tensor_cols(t);
+    shard.holdings_.pieces.push_back(LocalPiece{p.box, it->second, p.box.row0 * cols + p.box.col0, cols});
+  }
+  return shard;
 }
 
 uint64_t Shard::bytes() const {
@@ -144,8 +168,34 @@ Status Shard::restore(const Manifest& manifest, const CanonicalBits& buffers) {
   return Status::ok();
 }
 
+namespace {
+
+bool same_layout(const Holdings& a, const Holdings& b) {
+  if (a.buffer_elements != b.buffer_elements || a.pieces.size() != b.pieces.size()) return false;
+  for (size_t i = 0; i < a.pieces.size(); ++i) {
+    const LocalPiece &p = a.pieces[i], &q = b.pieces[i];
+    if (!(p.box == q.box) || p.buffer != q.buffer || p.offset != q.offset || p.pitch != q.pitch) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void Shard::copy_from(const Shard& other) {
-  for (size_t b = 0; b < data_.size(); ++b) std::memcpy(data_[b], other.data_[b], sizes_[b]);
+  if (same_layout(holdings_, other.holdings_)) {
+    for (size_t b = 0; b < data_.size(); ++b) std::memcpy(data_[b], other.data_[b], sizes_[b]);
+    return;
+  }
+  for (const LocalPiece& p : holdings_.pieces) {
+    uint32_t buffer = 0;
+    uint64_t offset = 0, pitch = 0;
+    if (!locate(other.holdings_, p.box, &buffer, &offset, &pitch)) continue;  // not held there: nothing to copy
+    const unsigned w = widths_[p.buffer];
+    for (uint64_t r = 0; r < p.box.rows; ++r) {
+      std::memcpy(data_[p.buffer] + (p.offset + r * p.pitch) * w, other.data_[buffer] + (offset + r * pitch) * w,
+                  p.box.cols * w);
+    }
+  }
 }
 
 }  // namespace dcr

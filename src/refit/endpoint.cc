@@ -33,7 +33,13 @@ Status EndpointCore::open_state() {
   if (topology.role == Role::trainer) {
     for (int i = 0; i < config.encode_threads; ++i) encoders.push_back(std::make_unique<FrameEncoder>());
     context_rule.start(config.contexts, config.link_gbps, config.encode_threads);
-    baseline = Shard(plan.manifest, plan.trainer_holdings[topology.index]);
+    const Holdings& held = plan.trainer_holdings[topology.index];
+    if (config.baseline_dir.empty()) {
+      baseline = Shard(plan.manifest, held);
+    } else {
+      DCR_TRY(BaselineFile::create(config.baseline_dir, std::to_string(topology.world_rank), plan.manifest, held,
+                                   &baseline_file, &baseline));
+    }
   }
   if (topology.role == Role::rollout) {
     for (int i = 1; i < config.apply_threads; ++i) more_decoders.push_back(std::make_unique<FrameDecoder>());

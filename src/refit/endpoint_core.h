@@ -13,6 +13,7 @@
 #include "dcr/codec/decoder.h"
 #include "dcr/codec/encoder.h"
 #include "dcr/journal/journal.h"
+#include "src/refit/baseline_file.h"
 #include "dcr/layout/shard.h"
 #include "dcr/refit/collective.h"
 #include "dcr/refit/commit.h"
@@ -50,6 +51,7 @@ class EndpointCore {
   std::string publication;         // two jobs joined by a store: the publication's id, which every seal binds
   std::unique_ptr<Journal> journal;  // with a state directory
   FileLock state_lock;             // with a state directory: this rank's files are this job's alone
+  std::unique_ptr<BaselineFile> baseline_file;  // trainers with --baseline-dir: where `baseline` lives
   std::vector<std::unique_ptr<FrameEncoder>> encoders;  // trainers: one per encode thread
   ContextRule context_rule;        // trainers: --contexts, with what the sends and applies measured
   FrameDecoder decoder;

@@ -59,6 +59,9 @@ std::vector<Option<O>> make_table() {
                  "boxes under this many elements with the same receivers and dtype share bundle frames of up to "
                  "--frame-elements (one header and one set of tables for many small tensors; 0: none)"),
       integer<O>("window", &O::window, 1, kInt, "frames each sender keeps in flight"),
+      text<O>("baseline-dir", &O::baseline_dir,
+              "trainers keep their committed baseline in a file-backed mapping in this directory (a scratch file each, "
+              "unlinked at once) instead of memory: for hosts short of RAM; the page cache holds it (README: memory)"),
       integer<O>("encode-threads", &O::encode_threads, 1, 256,
                  "threads each trainer encodes frames with, ahead of the frame it sends (cores per trainer rank)"),
       choice<O, ContextMode>("contexts", &O::contexts,

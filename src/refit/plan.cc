@@ -117,6 +117,14 @@ BoxBytes RefitPlan::served_bytes(const TensorBytes& model_bits) const {
   return dcr::served_bytes(model, manifest, served, model_bits);
 }
 
+bool RefitPlan::served_as_is() const {
+  return std::all_of(served.begin(), served.end(), [](const ServedTensor& t) { return t.from == ServedFrom::copy; });
+}
+
+TensorBytes RefitPlan::served_in_place(const TensorBytes& model_bits) const {
+  return [this, model_bits](uint32_t id) { return model_bits(served[id].source); };
+}
+
 Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan* plan) {
   DCR_REQUIRE(!plan->model.tensors.empty(), Code::invalid_argument, "the plan has no tensors (no model given)");
   ModelRules model_rules;

@@ -45,6 +45,12 @@ class Shard {
   static Status attach(const Manifest& manifest, Holdings holdings, const std::vector<BufferMemory>& memory,
                        Shard* out);
 
+  // The canonical tensors where they already are (a checkpoint's mapped pages, a model in memory):
+  // region(box) of any box inside a piece of `holdings` points into its tensor (pitch: the
+  // tensor's columns). Read only, nothing copied; the tensors must stay where they are while the
+  // view is used. A trainer sends from such a view and keeps only its baseline.
+  static Shard view(const Manifest& manifest, const Holdings& holdings, const TensorBytes& canonical);
+
   const Holdings& holdings() const { return holdings_; }
   uint64_t bytes() const;
 
@@ -57,7 +63,8 @@ class Shard {
   // *same: whether every piece equals the canonical model byte for byte (*difference names the
   // first difference); the first error of `canonical`.
   Status matches(const BoxBytes& canonical, bool* same, std::string* difference) const;
-  // Copies all buffers from another shard of the same holdings (a baseline promotion).
+  // Copies every piece from another shard holding them (a baseline promotion): buffer by buffer
+  // when both lay them out alike, piece by piece from a view.
   void copy_from(const Shard& other);
 
   // Buffer b's bytes and size (owned or the caller's).

@@ -55,6 +55,7 @@ struct RefitOptions {
   double link_gbps = 0;              // the trainer -> first-relay link (Gbit/s): --contexts auto's rate; 0 = measured
   double timeout_s = 120;            // a peer silent this long is reported dead
   std::string state_dir;             // durable progress (journals); empty: none
+  std::string baseline_dir;          // trainers keep their baseline in a file-backed mapping here; empty: in memory
   std::string key_file;              // job keys (dcr keygen): frames sealed; empty: unauthenticated
   bool encrypt = false;              // with key_file: frames sealed with AES-256-GCM
   ApplyMode apply = ApplyMode::stream;

@@ -46,6 +46,10 @@ struct RefitPlan {
 
   // The served bits of any box, from the model's bits.
   BoxBytes served_bytes(const TensorBytes& model_bits) const;
+  // Whether every served tensor is a model tensor's bytes as they are (no quantized form), and
+  // then where each served tensor's bytes are: a trainer sends from them in place (Shard::view).
+  bool served_as_is() const;
+  TensorBytes served_in_place(const TensorBytes& model_bits) const;
 
   // Receivers of the frame whose box starts at (tensor, row0, col0); null for an unknown box.
   const std::vector<int>* receivers_of(const Box& box) const;
