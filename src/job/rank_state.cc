@@ -92,8 +92,6 @@ StepHooks both(StepHooks first, StepHooks then) {
   return hooks;
 }
 
-// What each rank sets up on its own (the checkpoint, plan, journal, source); it can fail on some
-// ranks only (a missing weights package, a file one node cannot read).
 // A follower's model is the publication's; a checkpoint it was given as well (--checkpoints to
 // verify against, --init-checkpoint) must be of that model.
 Status keep_published_model(const RefitPlan& published, RefitPlan* plan) {
@@ -105,6 +103,8 @@ Status keep_published_model(const RefitPlan& published, RefitPlan* plan) {
   return Status::ok();
 }
 
+// What each rank sets up on its own (the checkpoint, plan, journal, source); it can fail on some
+// ranks only (a missing weights package, a file one node cannot read).
 Status set_up_local(const RefitConfig& config, RankState* s) {
   CanonicalBits initial;
   const RefitPlan published = s->core.plan;  // a follower's (join_publication)
