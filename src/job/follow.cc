@@ -206,16 +206,11 @@ Status check_followed(const RankState& s) {
 }
 
 // Root relay: LAYOUT from the store, checked, as text.
-Status root_layout(const RefitConfig& config, std::unique_ptr<FrameSpool>* spool, std::vector<uint8_t>* text) {
-  if (!*spool) {
-    std::unique_ptr<ObjectStore> store;
-    DCR_TRY(open_store(config.store, StoreAccess::read, &store).with_context("--store"));
-    *spool = std::make_unique<FrameSpool>(std::shared_ptr<ObjectStore>(std::move(store)));
-  }
+Status root_layout(const RefitConfig& config, const FrameSpool& spool, std::vector<uint8_t>* text) {
   Keyring ring;
   if (!config.key_file.empty()) DCR_TRY(Keyring::load(config.key_file, &ring));
   nlohmann::json layout;
-  DCR_TRY(read_layout(**spool, config.key_file.empty() ? nullptr : &ring, &layout));
+  DCR_TRY(read_layout(spool, config.key_file.empty() ? nullptr : &ring, &layout));
   const std::string dumped = layout.dump();
   text->assign(dumped.begin(), dumped.end());
   return Status::ok();
@@ -226,11 +221,11 @@ Status root_layout(const RefitConfig& config, std::unique_ptr<FrameSpool>* spool
 Status join_publication(RankState* s) {
   const auto start = Clock::now();
   const bool root = s->core.topology.world_rank == 0;
-  std::unique_ptr<FrameSpool> spool;
+  const FrameSpool spool(s->store);
   std::vector<uint8_t> text;
   Status st;
   for (bool said = false;; said = true) {
-    st = root ? root_layout(s->config, &spool, &text) : Status::ok();
+    st = root ? root_layout(s->config, spool, &text) : Status::ok();
     const bool absent = s->core.control->broadcast(st.code() == Code::not_found ? 1 : 0, 0) == 1;
     if (!absent || seconds_since(start) > s->config.follow_timeout_s) break;
     if (root && !said) {

@@ -2,15 +2,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 namespace dcr {
 
-uint64_t rss_anon_bytes() {
+uint64_t status_bytes(const char* field) {
+  const std::string pattern = std::string(field) + ": %llu kB";
   FILE* f = std::fopen("/proc/self/status", "r");
   char line[256];
   unsigned long long kib = 0;
   while (f && std::fgets(line, sizeof line, f)) {
-    if (std::sscanf(line, "RssAnon: %llu kB", &kib) == 1) break;
+    if (std::sscanf(line, pattern.c_str(), &kib) == 1) break;
   }
   if (f) std::fclose(f);
   return kib * 1024;
@@ -25,11 +27,11 @@ void MemoryMeter::note(uint64_t bytes) {
 void MemoryMeter::start(double every_s) {
   stop();
   stopping_ = false;
-  peak_ = rss_anon_bytes();
+  peak_ = status_bytes("RssAnon");
   thread_ = std::thread([this, every_s] {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!wake_.wait_for(lock, std::chrono::duration<double>(every_s), [this] { return stopping_; })) {
-      note(rss_anon_bytes());
+      note(status_bytes("RssAnon"));
     }
   });
 }
@@ -45,7 +47,7 @@ void MemoryMeter::stop() {
 }
 
 uint64_t MemoryMeter::take() {
-  const uint64_t now = rss_anon_bytes();
+  const uint64_t now = status_bytes("RssAnon");
   note(now);
   return peak_.exchange(now);
 }

@@ -11,8 +11,8 @@
 
 namespace dcr {
 
-// RssAnon of this process in bytes (0 where /proc/self/status does not say).
-uint64_t rss_anon_bytes();
+// A "<field>: N kB" line of /proc/self/status in bytes ("RssAnon", "VmHWM"); 0 where it is absent.
+uint64_t status_bytes(const char* field);
 
 // Samples RssAnon every `every_s` on a thread of its own (20 ms: a 1 GB copy takes longer) and at
 // every take().

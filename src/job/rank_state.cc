@@ -119,13 +119,7 @@ Status set_up_local(const RefitConfig& config, RankState* s) {
   s->core.hooks = both(kill_hooks(s->kill), s->world.hooks);
   DCR_TRY(s->core.open_state());
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
-  if (!config.store.empty()) {
-    std::unique_ptr<ObjectStore> store;
-    DCR_TRY(open_job_store(config, s->core.topology.world_rank == 0, &store));
-    s->store_counts = std::make_shared<StoreCounts>();
-    std::shared_ptr<ObjectStore> counted = counted_store(std::move(store), s->store_counts);
-    s->spool = std::make_unique<FrameSpool>(std::move(counted), config.trainers);
-  }
+  if (s->store) s->spool = std::make_unique<FrameSpool>(s->store, config.trainers);
   if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->core.plan, initial, &s->source));
   return Status::ok();
 }
@@ -143,6 +137,12 @@ Status set_up(const RefitConfig& config, const JobWorld& world, RankState* s) {
   s->core.control = world.control;
   DCR_TRY(make_topology(config, *world.control, &s->core.topology));
   s->core.committed = kNoVersion;  // until the first full sync (version 0) or a resume commits one
+  if (!config.store.empty()) {  // before a follower joins: it reads the publication there
+    std::unique_ptr<ObjectStore> store;
+    DCR_TRY(all_ok(s, open_job_store(config, s->core.topology.world_rank == 0, &store), "opening the store"));
+    s->store_counts = std::make_shared<StoreCounts>();
+    s->store = counted_store(std::move(store), s->store_counts);
+  }
   if (config.role == JobRole::follow) DCR_TRY(join_publication(s));
   DCR_TRY(all_ok(s, set_up_local(s->config, s), "set-up"));
   const Topology& t = s->core.topology;

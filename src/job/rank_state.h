@@ -44,6 +44,7 @@ struct RankState {
   uint64_t touched = 0, peak_rss = 0;          // trainers: checkpoint bytes touched, VmHWM, at the last load
   Shard full_serving;                          // rollouts: the full-refit copy
   std::unique_ptr<FrameSpool> spool;           // with --spool-dir, or the store (--role publish | follow)
+  std::shared_ptr<ObjectStore> store;          // --store, every request counted into store_counts
   std::shared_ptr<StoreCounts> store_counts;   // --store: every request this rank made to it
   MemoryMeter memory;                          // this rank's peak anonymous memory, per record
   std::unique_ptr<PublisherLease> lease;       // --role publish, trainer 0: this job is the store's publisher

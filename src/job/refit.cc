@@ -63,18 +63,6 @@ double time_full(RankState* s, uint64_t version, uint64_t* full_bytes, bool* ok)
   return seconds;
 }
 
-// Peak resident set of this process (VmHWM), in bytes.
-uint64_t peak_rss() {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  char line[256];
-  unsigned long long kib = 0;
-  while (f && std::fgets(line, sizeof line, f)) {
-    if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1) break;
-  }
-  if (f) std::fclose(f);
-  return kib * 1024;
-}
-
 // One refit of `kind` to version `target`: transfer, joint commit, promotion, verification.
 StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   StepRecord r;
@@ -89,7 +77,7 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   run_version(s, kind, versions, source_checked(s, StepIO{}, target), &r, &stats);
   if (s->core.topology.role == Role::trainer) {  // the version is read in place while it is sent
     s->touched = s->source->touched_bytes();
-    s->peak_rss = peak_rss();
+    s->peak_rss = status_bytes("VmHWM");
   }
   StepStats total;
   reduce_stats(s, stats, &total);

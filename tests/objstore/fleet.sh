@@ -18,32 +18,8 @@ set -uo pipefail
 dcr=$1
 kind=$2
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-source "$root/scripts/mpi_env.sh"
-work=$(mktemp -d)
-server=""
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  [ -n "$server" ] && "$root/scripts/s3_server.sh" stop "$server" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-[ -n "${KEEP_WORK:-}" ] && trap - EXIT && echo "work: $work"
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "  ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-if [ "$kind" = s3 ]; then
-  server=$work/ceph
-  "$root/scripts/s3_server.sh" start "$server" auto >"$work/server.log" 2>&1 || {
-    cat "$work/server.log"; echo "FAIL: the S3 server (radosgw) did not start"; exit 1; }
-  set -a; source "$server/env"; set +a
-fi
-store_url() {  # name
-  if [ "$kind" = s3 ]; then echo "s3://dcr-fleet/$1"; else echo "file://$work/store-$1"; fi
-}
+bucket=dcr-fleet
+source "$here/harness.sh"  # work, pass/fail, store_url, the S3 server
 
 publish() {  # name watch-dir log [options]
   local name=$1 watch=$2 log=$3; shift 3

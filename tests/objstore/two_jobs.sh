@@ -21,40 +21,19 @@ set -uo pipefail
 dcr=$1
 kind=$2
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../../scripts/mpi_env.sh"
-work=$(mktemp -d)
-server=""
-cleanup() {
-  [ -n "$server" ] && "$here/../../scripts/s3_server.sh" stop "$server" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-[ -n "${KEEP_WORK:-}" ] && trap - EXIT && echo "work: $work"
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "  ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-if [ "$kind" = s3 ]; then
-  server=$work/ceph
-  "$here/../../scripts/s3_server.sh" start "$server" auto >"$work/server.log" 2>&1 || {
-    cat "$work/server.log"; echo "FAIL: the S3 server (radosgw) did not start"; exit 1; }
-  set -a; source "$server/env"; set +a
-fi
-store_url() {  # name
-  if [ "$kind" = s3 ]; then echo "s3://dcr-objstore/$1"; else echo "file://$work/store-$1"; fi
-}
+bucket=dcr-objstore
+source "$here/harness.sh"  # work, pass/fail, store_url, the S3 server
 # curl signs with SigV4 but leaves the payload hash, which radosgw requires, to the caller.
 obj_get() {  # name key file
   if [ "$kind" = s3 ]; then
     curl -sf --aws-sigv4 "aws:amz:${AWS_REGION}:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-      -H "x-amz-content-sha256: $(sha256sum </dev/null | cut -d' ' -f1)" -o "$3" "$AWS_ENDPOINT_URL/dcr-objstore/$1/$2"
+      -H "x-amz-content-sha256: $(sha256sum </dev/null | cut -d' ' -f1)" -o "$3" "$AWS_ENDPOINT_URL/$bucket/$1/$2"
   else cp "$work/store-$1/$2" "$3"; fi
 }
 obj_put() {  # name key file
   if [ "$kind" = s3 ]; then
     curl -sf --aws-sigv4 "aws:amz:${AWS_REGION}:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
-      -H "x-amz-content-sha256: $(sha256sum "$3" | cut -d' ' -f1)" -T "$3" "$AWS_ENDPOINT_URL/dcr-objstore/$1/$2"
+      -H "x-amz-content-sha256: $(sha256sum "$3" | cut -d' ' -f1)" -T "$3" "$AWS_ENDPOINT_URL/$bucket/$1/$2"
   else cp "$3" "$work/store-$1/$2"; fi
 }
 
@@ -155,7 +134,7 @@ follow three 3 "$work/d" --follow-timeout 20 "${keyed[@]}" >"$work/d3.log" 2>&1 
   { tail "$work/d3.log"; fail "follower D after the objects were restored"; }
 
 # ---- 5: real HF checkpoints; a follower that has only the base model (as a rollout cluster would)
-/usr/bin/python3 "$here/../../scripts/make_hf_checkpoint.py" --family llama --out "$work/ck" --versions 4 --shards 2 \
+/usr/bin/python3 "$root/scripts/make_hf_checkpoint.py" --family llama --out "$work/ck" --versions 4 --shards 2 \
   >/dev/null || fail "making the HF checkpoints"
 hf=(--trainers 2 --rollout-tp 2)
 timeout 300 mpirun --oversubscribe -np 2 "$dcr" refit --role publish --store "$(store_url six)" "${hf[@]}" \
@@ -177,9 +156,9 @@ if [ "$kind" = s3 ]; then
   publish four 30 >"$work/p4.log" 2>&1 &
   publisher=$!
   for _ in $(seq 600); do grep -q "^v3 " "$work/e.log" && break; sleep 0.1; done  # mid-run: v3 applied
-  "$here/../../scripts/s3_server.sh" stop-rgw "$server" >/dev/null 2>&1
+  "$root/scripts/s3_server.sh" stop-rgw "$server" >/dev/null 2>&1
   sleep 4
-  "$here/../../scripts/s3_server.sh" start-rgw "$server" >/dev/null 2>&1
+  "$root/scripts/s3_server.sh" start-rgw "$server" >/dev/null 2>&1
   wait $publisher && p=ok || p=failed
   wait $follower && e=$(applied "$work/e/records.json") || e=failed
   grep -q "retrying for up to" "$work/p4.log" "$work/e.log" || p="never held up (the stop missed the run)"
