@@ -91,6 +91,31 @@ TEST(Bundle, AppliesEveryBoxBitExactAndOnlyOnce) {
   }
 }
 
+// A bundle without changes has the same payload every version. The next version's, received into
+// the buffer the last one was (allocators reuse addresses), is read as its own frame, with its own
+// versions: the decoder's cache of the last bundle keys on the whole header, not the payload.
+TEST(Bundle, AnUnchangedBundleAtTheLastOnesAddressIsReadAsItsOwnFrame) {
+  Model m;
+  m.target = m.base;
+  EncodeOptions options;
+  set_dtype(DType::bf16, &options);
+  FrameEncoder encoder(options);
+  FrameDecoder decoder;
+  std::vector<uint8_t> buffer;
+  for (uint64_t version = 1; version <= 3; ++version) {
+    std::vector<uint8_t> frame;
+    ASSERT_TRUE(encoder.encode_bundle(m.regions(m.base), m.regions(m.target), {version, version + 1}, &frame).is_ok());
+    if (buffer.empty()) buffer.resize(frame.size());
+    ASSERT_EQ(frame.size(), buffer.size());
+    std::memcpy(buffer.data(), frame.data(), frame.size());  // the same address every version
+    std::vector<std::vector<uint8_t>> dst = m.base;
+    ApplyOutcome outcome;
+    const Status s = decoder.apply_bundle(buffer.data(), buffer.size(), m.regions(dst), version, &outcome);
+    ASSERT_TRUE(s.is_ok()) << "version " << version << ": " << s.to_string();
+    EXPECT_EQ(dst, m.base);
+  }
+}
+
 // Boxes found where they lie (the fused scan over each run) and boxes gathered into one copy (where
 // the CPU has no fused scan, or the runs are ragged) give the same frame, byte for byte, and each
 // applies on either path.

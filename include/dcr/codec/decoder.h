@@ -18,6 +18,7 @@
 // half-changed.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -91,7 +92,10 @@ class FrameDecoder {
   std::vector<Box> boxes_;            // the last bundle's boxes
   FrameHeader bundle_;                // its header, payload_bytes after the box list
   const uint8_t* bundle_payload_ = nullptr;
-  const uint8_t* bundle_data_ = nullptr;  // which frame they are of (with bundle_.payload_hash)
+  // Which frame they are of: its address and its whole header as given (versions and hashes too: a
+  // bundle without changes has the same payload every version, and may arrive at the same address).
+  const uint8_t* bundle_data_ = nullptr;
+  std::array<uint8_t, kFrameHeaderBytes> bundle_head_{};
   std::vector<uint8_t> bundle_bits_;  // and their bits, gathered
 };
 

@@ -50,11 +50,14 @@ Status FrameDecoder::open_changes(const uint8_t* payload, DecodedFrame* out, con
 Status FrameDecoder::read_bundle(const FrameView& frame) {
   const FrameHeader& h = frame.header;
   DCR_REQUIRE(h.is_bundle(), Code::invalid_argument, "frame " + h.describe() + " is not a bundle: apply it with apply");
-  if (bundle_data_ == frame.data && bundle_.payload_hash == h.payload_hash && bundle_.box == h.box) return Status::ok();
+  std::array<uint8_t, kFrameHeaderBytes> head;
+  write_frame_header(h, head.data());
+  if (bundle_data_ == frame.data && head == bundle_head_) return Status::ok();
   bundle_data_ = nullptr;
   bundle_ = h;
   DCR_TRY(read_box_list(frame.data, &bundle_, &codec_, &boxes_, &bundle_payload_));
   bundle_data_ = frame.data;
+  bundle_head_ = head;
   return Status::ok();
 }
 
