@@ -48,8 +48,19 @@ Status load_initial(const RefitConfig& config, Collective& control, bool want_bi
   return Status::ok();
 }
 
-Status make_source(const RefitConfig& config, const RefitPlan& plan, const CanonicalBits& initial,
-                   std::unique_ptr<VersionSource>* out) {
+// The model boxes this rank's change model keeps: a trainer's shard, a verifying rollout's serving
+// pieces; every element (null) for trainer 0 under --compare-bcast, which broadcasts the model.
+const std::vector<Box>* source_boxes(const RankState& s, std::vector<Box>* boxes) {
+  const Topology& t = s.core.topology;
+  if (t.role == Role::trainer && t.index == 0 && s.config.compare_bcast) return nullptr;
+  const RefitPlan& plan = s.core.plan;
+  *boxes = plan.model_boxes(t.role == Role::trainer ? plan.trainer_holdings[t.index] : plan.rollout_holdings[t.index]);
+  return boxes;
+}
+
+Status make_source(const RankState& s, const CanonicalBits& initial, std::unique_ptr<VersionSource>* out) {
+  const RefitConfig& config = s.config;
+  const RefitPlan& plan = s.core.plan;
   if (config.from_checkpoints()) return checkpoint_source(config, plan.model, plan.model_config, out);
   RealWeights pool;
   DCR_TRY(load_pool(config, &pool));
@@ -57,6 +68,8 @@ Status make_source(const RefitConfig& config, const RefitPlan& plan, const Canon
   options.seed = config.seed;
   options.pool = pool.values.empty() ? nullptr : &pool;
   options.initial = initial.empty() ? nullptr : &initial;
+  std::vector<Box> boxes;
+  options.held = source_boxes(s, &boxes);
   std::unique_ptr<ChangeModel> model;
   DCR_TRY(ChangeModel::create(plan.model, options, &model));
   *out = change_model_source(config, std::move(model));
@@ -120,7 +133,7 @@ Status set_up_local(const RefitConfig& config, RankState* s) {
   DCR_TRY(s->core.open_state());
   if (!config.spool_dir.empty()) s->spool = std::make_unique<FrameSpool>(config.spool_dir, config.trainers);
   if (s->store) s->spool = std::make_unique<FrameSpool>(s->store, config.trainers);
-  if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(config, s->core.plan, initial, &s->source));
+  if (s->has_model() || config.from_checkpoints()) DCR_TRY(make_source(*s, initial, &s->source));
   return Status::ok();
 }
 

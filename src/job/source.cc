@@ -33,7 +33,7 @@ class ChangeModelSource : public VersionSource {
   }
   TensorBytes bytes() const override {
     const ChangeModel* m = model_.get();
-    return [m](uint32_t tensor) { return m->stored(tensor).data(); };
+    return [m](uint32_t tensor) { return m->stored(tensor); };
   }
   std::string describe(uint64_t v) const override { return "change model step " + std::to_string(v); }
 

@@ -123,6 +123,19 @@ BoxBytes served_bytes(const Manifest& model, const Manifest& served, const std::
   };
 }
 
+Box model_box(const Manifest& model, const std::vector<ServedTensor>& tensors, const Box& box) {
+  const ServedTensor& s = tensors[box.tensor];
+  Box out = box;
+  out.tensor = s.source;
+  if (s.from != ServedFrom::scales) return out;
+  const TensorDesc& weight = model.tensors[s.source];
+  out.row0 = box.row0 * kFp8Block;
+  out.col0 = box.col0 * kFp8Block;
+  out.rows = std::min((box.row0 + box.rows) * kFp8Block, tensor_rows(weight)) - out.row0;
+  out.cols = std::min((box.col0 + box.cols) * kFp8Block, tensor_cols(weight)) - out.col0;
+  return out;
+}
+
 Status served_tensors(const Manifest& served, const BoxBytes& bits, CanonicalBits* out) {
   out->resize(served.tensors.size());
   for (uint32_t id = 0; id < served.tensors.size(); ++id) {

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "dcr/core/dtype.h"
 #include "dcr/model/half.h"
+#include "src/core/zero_pages.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stored bits are kept little-endian");
 
@@ -138,37 +140,37 @@ int draw_ulps(uint64_t bits) {
   return ((bits >> 36) & 1) ? -magnitude : magnitude;
 }
 
-// ---- Per-tensor loops ----
-template <typename F>
-void step_tensor(uint64_t key, float lr, const std::vector<float>& row_scale, uint64_t cols,
-                 std::vector<float>* master, uint8_t* stored) {
-  float* m = master->data();
-  const uint64_t rows = master->size() / cols;
-  for (uint64_t r = 0; r < rows; ++r) {
-    const float scaled_lr = row_scale.empty() ? lr : lr * row_scale[r];
-    for (uint64_t i = r * cols; i < (r + 1) * cols; ++i) {
-      m[i] = advance(m[i], scaled_lr, bell(draw(key, i)));
-      put<F>(stored, i, F::cast(m[i]));
-    }
+// ---- Loops over a range [begin, end) of a tensor's elements ----
+using Range = std::pair<uint64_t, uint64_t>;
+
+// fn(i, scaled_lr) for every element i of the range, scaled_lr being lr times its row's scale.
+template <typename Fn>
+void by_row(const Range& range, uint64_t cols, float lr, const std::vector<float>& row_scale, Fn&& fn) {
+  for (uint64_t i = range.first; i < range.second;) {
+    const uint64_t row = i / cols, row_end = std::min(range.second, (row + 1) * cols);
+    const float scaled_lr = row_scale.empty() ? lr : lr * row_scale[row];
+    for (; i < row_end; ++i) fn(i, scaled_lr);
   }
 }
 
 template <typename F>
-void inject_tensor(uint64_t key, uint64_t threshold, std::vector<float>* master, uint8_t* stored) {
-  for (uint64_t i = 0; i < master->size(); ++i) {
+void step_range(uint64_t key, float lr, const std::vector<float>& row_scale, uint64_t cols, const Range& range,
+                float* master, uint8_t* stored) {
+  by_row(range, cols, lr, row_scale, [&](uint64_t i, float scaled_lr) {
+    master[i] = advance(master[i], scaled_lr, bell(draw(key, i)));
+    put<F>(stored, i, F::cast(master[i]));
+  });
+}
+
+template <typename F>
+void inject_range(uint64_t key, uint64_t threshold, const Range& range, float* master, uint8_t* stored) {
+  for (uint64_t i = range.first; i < range.second; ++i) {
     const uint64_t bits = draw(key, i);
     if ((bits >> 40) >= threshold) continue;
     const typename F::Word word = move_ulps<F>(load<F>(stored, i), draw_ulps(bits));
     put<F>(stored, i, word);
-    (*master)[i] = F::value(word);
+    master[i] = F::value(word);
   }
-}
-
-template <typename F>
-uint64_t count_differences(const uint8_t* a, const uint8_t* b, uint64_t count) {
-  uint64_t differ = 0;
-  for (uint64_t i = 0; i < count; ++i) differ += load<F>(a, i) != load<F>(b, i);
-  return differ;
 }
 
 double share(uint64_t part, uint64_t whole) {
@@ -185,28 +187,6 @@ bool ends_with(const std::string& name, const std::string& suffix) {
 
 uint64_t row_length(const TensorDesc& t) {
   return t.shape.empty() ? 1 : static_cast<uint64_t>(t.shape.back());
-}
-
-// Norms 1 + N(0, 0.02), embeddings and lm_head N(0, 0.02), other weights N(0, 1/sqrt(fan_in))
-// with fan_in the last dimension (bell-shaped draws as for the steps).
-void seeded_masters(const TensorDesc& t, uint64_t key, std::vector<float>* master) {
-  const bool norm = has(t.name, "norm");
-  const bool embedding = has(t.name, "embed") || has(t.name, "lm_head");
-  const float scale = (norm || embedding) ? 0.02f : 1.0f / std::sqrt(static_cast<float>(row_length(t)));
-  const float mean = norm ? 1.0f : 0.0f;
-  for (uint64_t i = 0; i < master->size(); ++i) (*master)[i] = mean + scale * bell(draw(key, i));
-}
-
-// Real weights: each tensor takes the next master->size() values of the pool, wrapping around to
-// the pool's start as often as needed, so tensors of any shape get realistic values.
-void pooled_masters(const std::vector<float>& pool, uint64_t* cursor, std::vector<float>* master) {
-  uint64_t done = 0;
-  while (done < master->size()) {
-    const uint64_t take = std::min<uint64_t>(master->size() - done, pool.size() - *cursor);
-    std::copy_n(pool.data() + *cursor, take, master->data() + done);
-    done += take;
-    *cursor = (*cursor + take) % pool.size();
-  }
 }
 
 Status check_tensor(const TensorDesc& t) {
@@ -241,20 +221,127 @@ float dithered_master(typename F::Word word, float fraction) {
   }
 }
 
+// Where element i of a parameter starts, computed for that element alone (so a rank can start
+// just its own rows and tune_lr's sample the elements it samples):
+// - a checkpoint's bits (ChangeModelOptions::initial) with a dithered master;
+// - real weights: the tensors take the pool's values in manifest order, element `base + i` of all
+//   parameters taking value (base + i) mod the pool's size, so tensors of any shape get them;
+// - else seeded draws: norms 1 + N(0, 0.02), embeddings and lm_head N(0, 0.02), other weights
+//   N(0, 1/sqrt(fan_in)) with fan_in the last dimension (bell-shaped draws as for the steps).
+struct Start {
+  uint64_t key = 0;                 // the tensor's init stream
+  uint64_t base = 0;                // the tensor's first element among all parameters
+  const uint8_t* initial = nullptr;
+  const std::vector<float>* pool = nullptr;
+  float mean = 0, scale = 0;
+
+  Start(const TensorDesc& t, uint64_t key, uint64_t base, const ChangeModelOptions& options, size_t tensor)
+      : key(key), base(base) {
+    if (options.initial != nullptr) {
+      initial = (*options.initial)[tensor].data();
+    } else if (options.pool != nullptr) {
+      pool = &options.pool->values;
+    }
+    const bool norm = has(t.name, "norm");
+    const bool embedding = has(t.name, "embed") || has(t.name, "lm_head");
+    scale = (norm || embedding) ? 0.02f : 1.0f / std::sqrt(static_cast<float>(row_length(t)));
+    mean = norm ? 1.0f : 0.0f;
+  }
+
+  // Element i's master and stored word.
+  template <typename F>
+  typename F::Word at(uint64_t i, float* master) const {
+    if (initial != nullptr) {  // a checkpoint's bits stand as they are (NaN payloads too)
+      const typename F::Word word = load<F>(initial, i);
+      *master = dithered_master<F>(word, static_cast<float>(draw(key, i) >> 40) * (1.0f / 16777216.0f));
+      return word;
+    }
+    *master = pool != nullptr ? (*pool)[(base + i) % pool->size()] : mean + scale * bell(draw(key, i));
+    return F::cast(*master);
+  }
+};
+
 // tune_lr's sample: at a 0.5% change rate, 4M elements hold ~20k changes (binomial error ~0.7%).
 constexpr uint64_t kSampleElements = uint64_t{1} << 22;
 
+// The sorted, disjoint element ranges that `boxes` (all of one tensor of `cols` columns) cover.
+std::vector<Range> ranges_of(const std::vector<Box>& boxes, uint64_t cols) {
+  std::vector<Range> ranges;
+  for (const Box& b : boxes) {
+    if (b.col0 == 0 && b.cols == cols) {
+      ranges.push_back({b.row0 * cols, (b.row0 + b.rows) * cols});
+      continue;
+    }
+    for (uint64_t r = b.row0; r < b.row0 + b.rows; ++r) ranges.push_back({r * cols + b.col0, r * cols + b.col0 + b.cols});
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<Range> merged;
+  for (const Range& r : ranges) {
+    if (r.first >= r.second) continue;
+    if (!merged.empty() && r.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, r.second);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+// Each tensor's held boxes (every tensor whole without options.held); invalid_argument for a box
+// outside its tensor.
+Status group_held(const Manifest& manifest, const std::vector<Box>* held, std::vector<std::vector<Box>>* out) {
+  out->assign(manifest.tensors.size(), {});
+  for (uint32_t id = 0; id < manifest.tensors.size(); ++id) {
+    const TensorDesc& t = manifest.tensors[id];
+    if (held == nullptr || t.is_buffer) (*out)[id].push_back(whole_tensor(id, t));
+  }
+  if (held == nullptr) return Status::ok();
+  for (const Box& b : *held) {
+    DCR_REQUIRE(b.tensor < manifest.tensors.size() && whole_tensor(b.tensor, manifest.tensors[b.tensor]).contains(b),
+                Code::invalid_argument, "held box " + b.describe() + " lies outside the model");
+    if (!manifest.tensors[b.tensor].is_buffer) (*out)[b.tensor].push_back(b);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
+struct ChangeModel::TensorState {
+  ZeroPages master;              // parameters: numel() fp32 masters
+  ZeroPages stored;              // nbytes()
+  std::vector<float> row_scale;  // parameters with row_scaled: every row's
+  std::vector<Range> held;       // the elements kept
+};
+
+// Element first + k * stride of each segment's tensor, k = 0, 1, ...: every stride-th parameter
+// element in manifest order, with its master and stored word, stepped as the model steps.
 struct ChangeModel::Sample {
   struct Segment {
-    DType dtype;
-    size_t begin, end;
+    uint32_t tensor;
+    uint64_t first;
+    size_t begin, end;  // its elements in master and word
   };
+  uint64_t stride = 1;
   std::vector<Segment> segments;
-  std::vector<float> master, scale, unit;  // unit: the next step's noise for the element
-  std::vector<uint32_t> word;              // its stored bits
+  std::vector<float> master;
+  std::vector<uint32_t> word;
+
+  template <typename Fn>  // fn(j, i): sample element j is element i of the segment's tensor
+  static void each(const Segment& segment, uint64_t stride, Fn&& fn) {
+    for (size_t j = segment.begin; j < segment.end; ++j) fn(j, segment.first + (j - segment.begin) * stride);
+  }
 };
+
+ChangeModel::ChangeModel(const Manifest& manifest, uint64_t seed)
+    : manifest_(manifest), seed_(seed), sample_(std::make_unique<Sample>()) {}
+
+ChangeModel::~ChangeModel() = default;
+
+const uint8_t* ChangeModel::stored(size_t tensor) const { return tensors_[tensor].stored.data(); }
+
+const float* ChangeModel::master(size_t tensor) const {
+  return manifest_.tensors[tensor].is_buffer ? nullptr : reinterpret_cast<const float*>(tensors_[tensor].master.data());
+}
 
 Status ChangeModel::create(const Manifest& manifest, const ChangeModelOptions& options,
                            std::unique_ptr<ChangeModel>* out) {
@@ -272,83 +359,90 @@ Status ChangeModel::create(const Manifest& manifest, const ChangeModelOptions& o
   DCR_REQUIRE(options.pool == nullptr || !options.pool->values.empty(), Code::invalid_argument,
               "the real-weight pool holds no values");
   std::unique_ptr<ChangeModel> model(new ChangeModel(manifest, options.seed));
-  model->tensors_.resize(manifest.tensors.size());
-  uint64_t pool_cursor = 0;
-  for (size_t t = 0; t < manifest.tensors.size(); ++t) {
-    if (manifest.tensors[t].is_buffer && options.initial != nullptr) {
-      model->tensors_[t].stored = (*options.initial)[t];
-    } else if (manifest.tensors[t].is_buffer) {
-      model->init_buffer(t);
-    } else {
-      model->init_parameter(t, options, &pool_cursor);
-    }
-  }
+  DCR_TRY(model->init_tensors(options));
   *out = std::move(model);
   return Status::ok();
 }
 
-void ChangeModel::init_parameter(size_t tensor, const ChangeModelOptions& options,
-                                 uint64_t* pool_cursor) {
-  const TensorDesc& t = manifest_.tensors[tensor];
-  TensorState& state = tensors_[tensor];
-  state.master.resize(t.numel());
-  if (options.initial != nullptr) {
-    state.stored = (*options.initial)[tensor];
-    const uint64_t key = stream_key(seed_, Purpose::init, 0, tensor);
-    with_format(t.dtype, [&](auto format) {
-      using F = decltype(format);
-      for (uint64_t i = 0; i < state.master.size(); ++i) {
-        const float fraction = static_cast<float>(draw(key, i) >> 40) * (1.0f / 16777216.0f);
-        state.master[i] = dithered_master<F>(load<F>(state.stored.data(), i), fraction);
-      }
-    });
-  } else if (options.pool != nullptr) {
-    pooled_masters(options.pool->values, pool_cursor, &state.master);
-  } else {
-    seeded_masters(t, stream_key(seed_, Purpose::init, 0, tensor), &state.master);
-  }
-  if (options.row_scaled) {
-    const uint64_t key = stream_key(seed_, Purpose::row_scale, 0, tensor);
-    state.row_scale.resize(t.numel() / row_length(t));
-    for (uint64_t r = 0; r < state.row_scale.size(); ++r) {
-      state.row_scale[r] = std::exp(kRowScaleSigma * bell(draw(key, r)));
+Status ChangeModel::init_tensors(const ChangeModelOptions& options) {
+  std::vector<std::vector<Box>> held;
+  DCR_TRY(group_held(manifest_, options.held, &held));
+  for (const TensorDesc& t : manifest_.tensors) parameter_elements_ += t.is_buffer ? 0 : t.numel();
+  Sample& sample = *sample_;
+  sample.stride = std::max<uint64_t>(1, parameter_elements_ / kSampleElements);
+  sample.master.reserve(parameter_elements_ / sample.stride + manifest_.tensors.size());
+  sample.word.reserve(sample.master.capacity());
+  tensors_.resize(manifest_.tensors.size());
+  uint64_t base = 0;  // the tensor's first element among all parameter elements
+  for (uint32_t id = 0; id < manifest_.tensors.size(); ++id) {
+    const TensorDesc& t = manifest_.tensors[id];
+    TensorState& state = tensors_[id];
+    state.held = ranges_of(held[id], row_length(t));
+    DCR_TRY(ZeroPages::map(t.nbytes(), &state.stored).with_context("tensor '" + t.name + "'"));
+    if (t.is_buffer) {
+      init_buffer(id, options);
+      continue;
     }
-  }
-  if (options.initial == nullptr) {  // a checkpoint's bits stand as they are (NaN payloads too)
-    state.stored.resize(t.nbytes());
+    DCR_TRY(ZeroPages::map(t.numel() * sizeof(float), &state.master).with_context("tensor '" + t.name + "'"));
+    init_row_scale(id, options);
+    const Start start(t, stream_key(seed_, Purpose::init, 0, id), base, options, id);
     with_format(t.dtype, [&](auto format) {
       using F = decltype(format);
-      for (uint64_t i = 0; i < state.master.size(); ++i) {
-        put<F>(state.stored.data(), i, F::cast(state.master[i]));
+      float* m = reinterpret_cast<float*>(state.master.data());
+      for (const Range& r : state.held) {
+        for (uint64_t i = r.first; i < r.second; ++i) put<F>(state.stored.data(), i, start.at<F>(i, &m[i]));
+        held_elements_ += r.second - r.first;
       }
+      Sample::Segment segment{id, (sample.stride - base % sample.stride) % sample.stride, sample.master.size(), 0};
+      for (uint64_t i = segment.first; i < t.numel(); i += sample.stride) {
+        float value;
+        sample.word.push_back(start.at<F>(i, &value));
+        sample.master.push_back(value);
+      }
+      segment.end = sample.master.size();
+      sample.segments.push_back(segment);
     });
+    base += t.numel();
   }
-  parameter_elements_ += t.numel();
+  return Status::ok();
 }
 
-// inv_freq[i] = 1 / 10000^(2i / head_dim), evaluated in fp32 (powf) as training code does.
-void ChangeModel::init_buffer(size_t tensor) {
+void ChangeModel::init_row_scale(uint32_t tensor, const ChangeModelOptions& options) {
+  if (!options.row_scaled) return;
   const TensorDesc& t = manifest_.tensors[tensor];
-  std::vector<uint8_t>& stored = tensors_[tensor].stored;
-  stored.assign(t.nbytes(), 0);
+  const uint64_t key = stream_key(seed_, Purpose::row_scale, 0, tensor);
+  std::vector<float>& row_scale = tensors_[tensor].row_scale;
+  row_scale.resize(t.numel() / row_length(t));
+  for (uint64_t r = 0; r < row_scale.size(); ++r) row_scale[r] = std::exp(kRowScaleSigma * bell(draw(key, r)));
+}
+
+// A checkpoint's buffer as it is; else inv_freq[i] = 1 / 10000^(2i / head_dim), evaluated in fp32
+// (powf) as training code does, and zeros for every other buffer.
+void ChangeModel::init_buffer(uint32_t tensor, const ChangeModelOptions& options) {
+  const TensorDesc& t = manifest_.tensors[tensor];
+  uint8_t* stored = tensors_[tensor].stored.data();
+  if (options.initial != nullptr) {
+    std::copy_n((*options.initial)[tensor].data(), t.nbytes(), stored);
+    return;
+  }
   if (!ends_with(t.name, "inv_freq")) return;
   const float head_dim = 2.0f * static_cast<float>(t.numel());
   for (uint64_t i = 0; i < t.numel(); ++i) {
     const float value = 1.0f / powf(10000.0f, static_cast<float>(2 * i) / head_dim);
-    std::memcpy(stored.data() + 4 * i, &value, 4);
+    std::memcpy(stored + 4 * i, &value, 4);
   }
 }
 
 void ChangeModel::advance_buffers() {
   ++steps_;
   for (size_t t = 0; t < tensors_.size(); ++t) {
-    if (ends_with(manifest_.tensors[t].name, "step_counter")) {
-      for (uint64_t i = 0; i < manifest_.tensors[t].numel(); ++i) {
-        int64_t counter;
-        std::memcpy(&counter, tensors_[t].stored.data() + 8 * i, 8);
-        ++counter;
-        std::memcpy(tensors_[t].stored.data() + 8 * i, &counter, 8);
-      }
+    if (!ends_with(manifest_.tensors[t].name, "step_counter")) continue;
+    uint8_t* stored = tensors_[t].stored.data();
+    for (uint64_t i = 0; i < manifest_.tensors[t].numel(); ++i) {
+      int64_t counter;
+      std::memcpy(&counter, stored + 8 * i, 8);
+      ++counter;
+      std::memcpy(stored + 8 * i, &counter, 8);
     }
   }
 }
@@ -356,21 +450,36 @@ void ChangeModel::advance_buffers() {
 std::vector<std::vector<uint8_t>> ChangeModel::snapshot() const {
   std::vector<std::vector<uint8_t>> copy;
   copy.reserve(tensors_.size());
-  for (const TensorState& state : tensors_) copy.push_back(state.stored);
+  for (const TensorState& state : tensors_) copy.emplace_back(state.stored.data(), state.stored.data() + state.stored.size());
   return copy;
 }
 
 Status ChangeModel::step(double lr) {
   DCR_REQUIRE(std::isfinite(lr) && lr >= 0, Code::invalid_argument,
               "step: learning rate " + std::to_string(lr) + " must be finite and >= 0");
-  for (size_t t = 0; t < tensors_.size(); ++t) {
+  const float lr_f = static_cast<float>(lr);
+  for (uint32_t t = 0; t < tensors_.size(); ++t) {
     const TensorDesc& desc = manifest_.tensors[t];
     if (desc.is_buffer) continue;
     TensorState& state = tensors_[t];
     const uint64_t key = stream_key(seed_, Purpose::step, steps_, t);
     with_format(desc.dtype, [&](auto format) {
-      step_tensor<decltype(format)>(key, static_cast<float>(lr), state.row_scale, row_length(desc),
-                                    &state.master, state.stored.data());
+      using F = decltype(format);
+      float* master = reinterpret_cast<float*>(state.master.data());
+      for (const Range& r : state.held) step_range<F>(key, lr_f, state.row_scale, row_length(desc), r, master, state.stored.data());
+    });
+  }
+  for (const Sample::Segment& segment : sample_->segments) {
+    const TensorDesc& desc = manifest_.tensors[segment.tensor];
+    const std::vector<float>& row_scale = tensors_[segment.tensor].row_scale;
+    const uint64_t key = stream_key(seed_, Purpose::step, steps_, segment.tensor), cols = row_length(desc);
+    with_format(desc.dtype, [&](auto format) {
+      using F = decltype(format);
+      Sample::each(segment, sample_->stride, [&](size_t j, uint64_t i) {
+        const float scaled_lr = row_scale.empty() ? lr_f : lr_f * row_scale[i / cols];
+        sample_->master[j] = advance(sample_->master[j], scaled_lr, bell(draw(key, i)));
+        sample_->word[j] = F::cast(sample_->master[j]);
+      });
     });
   }
   advance_buffers();
@@ -381,13 +490,27 @@ Status ChangeModel::inject_uniform(double fraction) {
   DCR_REQUIRE(fraction >= 0 && fraction <= 1, Code::invalid_argument,
               "inject_uniform: fraction " + std::to_string(fraction) + " must lie in [0, 1]");
   const uint64_t threshold = static_cast<uint64_t>(std::llround(fraction * 16777216.0));  // of 2^24
-  for (size_t t = 0; t < tensors_.size(); ++t) {
+  for (uint32_t t = 0; t < tensors_.size(); ++t) {
     const TensorDesc& desc = manifest_.tensors[t];
     if (desc.is_buffer) continue;
     TensorState& state = tensors_[t];
     const uint64_t key = stream_key(seed_, Purpose::inject, steps_, t);
     with_format(desc.dtype, [&](auto format) {
-      inject_tensor<decltype(format)>(key, threshold, &state.master, state.stored.data());
+      float* master = reinterpret_cast<float*>(state.master.data());
+      for (const Range& r : state.held) inject_range<decltype(format)>(key, threshold, r, master, state.stored.data());
+    });
+  }
+  for (const Sample::Segment& segment : sample_->segments) {
+    const uint64_t key = stream_key(seed_, Purpose::inject, steps_, segment.tensor);
+    with_format(manifest_.tensors[segment.tensor].dtype, [&](auto format) {
+      using F = decltype(format);
+      Sample::each(segment, sample_->stride, [&](size_t j, uint64_t i) {
+        const uint64_t bits = draw(key, i);
+        if ((bits >> 40) >= threshold) return;
+        const auto word = move_ulps<F>(static_cast<typename F::Word>(sample_->word[j]), draw_ulps(bits));
+        sample_->word[j] = word;
+        sample_->master[j] = F::value(word);
+      });
     });
   }
   advance_buffers();
@@ -403,66 +526,50 @@ double ChangeModel::changed_fraction(const std::vector<std::vector<uint8_t>>& be
     if (before[t].size() != tensors_[t].stored.size()) return nan;
     if (desc.is_buffer) continue;
     with_format(desc.dtype, [&](auto format) {
-      changed += count_differences<decltype(format)>(before[t].data(), tensors_[t].stored.data(),
-                                                     desc.numel());
-    });
-  }
-  return share(changed, parameter_elements_);
-}
-
-// Every stride-th parameter element in manifest order, with the noise the next step() will draw.
-void ChangeModel::build_sample(Sample* sample) const {
-  const uint64_t stride = std::max<uint64_t>(1, parameter_elements_ / kSampleElements);
-  const uint64_t size = parameter_elements_ / stride + tensors_.size();
-  sample->master.reserve(size);
-  sample->scale.reserve(size);
-  sample->unit.reserve(size);
-  sample->word.reserve(size);
-  uint64_t base = 0;  // index of the tensor's first element among all parameter elements
-  for (size_t t = 0; t < tensors_.size(); ++t) {
-    const TensorDesc& desc = manifest_.tensors[t];
-    if (desc.is_buffer) continue;
-    const TensorState& state = tensors_[t];
-    const uint64_t key = stream_key(seed_, Purpose::step, steps_, t);
-    const uint64_t cols = row_length(desc);
-    const size_t begin = sample->master.size();
-    with_format(desc.dtype, [&](auto format) {
-      for (uint64_t i = (stride - base % stride) % stride; i < desc.numel(); i += stride) {
-        sample->master.push_back(state.master[i]);
-        sample->scale.push_back(state.row_scale.empty() ? 1.0f : state.row_scale[i / cols]);
-        sample->unit.push_back(bell(draw(key, i)));
-        sample->word.push_back(load<decltype(format)>(state.stored.data(), i));
+      using F = decltype(format);
+      const uint8_t* now = tensors_[t].stored.data();
+      for (const Range& r : tensors_[t].held) {
+        for (uint64_t i = r.first; i < r.second; ++i) changed += load<F>(before[t].data(), i) != load<F>(now, i);
       }
     });
-    sample->segments.push_back({desc.dtype, begin, sample->master.size()});
-    base += desc.numel();
   }
+  return share(changed, held_elements_);
 }
 
-double ChangeModel::sample_fraction(const Sample& sample, double lr) {
+// The share of sampled elements whose stored word the next step at `lr` changes, given each
+// element's lr scale and noise.
+double ChangeModel::sample_fraction(double lr, const std::vector<float>& scale, const std::vector<float>& unit) const {
   const float lr_f = static_cast<float>(lr);
   uint64_t changed = 0;
-  for (const Sample::Segment& segment : sample.segments) {
-    with_format(segment.dtype, [&](auto format) {
+  for (const Sample::Segment& segment : sample_->segments) {
+    with_format(manifest_.tensors[segment.tensor].dtype, [&](auto format) {
       using F = decltype(format);
       for (size_t j = segment.begin; j < segment.end; ++j) {
-        const float next = advance(sample.master[j], lr_f * sample.scale[j], sample.unit[j]);
-        changed += F::cast(next) != sample.word[j];
+        const float next = advance(sample_->master[j], lr_f * scale[j], unit[j]);
+        changed += F::cast(next) != sample_->word[j];
       }
     });
   }
-  return share(changed, sample.master.size());
+  return share(changed, sample_->master.size());
 }
 
 double ChangeModel::tune_lr(double fraction) const {
-  Sample sample;
-  build_sample(&sample);
+  std::vector<float> scale(sample_->master.size()), unit(sample_->master.size());
+  for (const Sample::Segment& segment : sample_->segments) {
+    const std::vector<float>& row_scale = tensors_[segment.tensor].row_scale;
+    const uint64_t key = stream_key(seed_, Purpose::step, steps_, segment.tensor);
+    const uint64_t cols = row_length(manifest_.tensors[segment.tensor]);
+    Sample::each(segment, sample_->stride, [&](size_t j, uint64_t i) {
+      scale[j] = row_scale.empty() ? 1.0f : row_scale[i / cols];
+      unit[j] = bell(draw(key, i));
+    });
+  }
   double lo = 1e-12, hi = 10.0;
-  if (sample_fraction(sample, lo) >= fraction) return lo;
-  if (sample_fraction(sample, hi) <= fraction) return hi;
+  if (sample_fraction(lo, scale, unit) >= fraction) return lo;
+  if (sample_fraction(hi, scale, unit) <= fraction) return hi;
   double mid = std::sqrt(lo * hi);
   for (int i = 0; i < 64; ++i) {
-    const double got = sample_fraction(sample, mid);
+    const double got = sample_fraction(mid, scale, unit);
     if (std::fabs(got - fraction) <= 0.002 * fraction) break;
     (got < fraction ? lo : hi) = mid;
     mid = std::sqrt(lo * hi);

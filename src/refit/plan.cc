@@ -117,6 +117,12 @@ BoxBytes RefitPlan::served_bytes(const TensorBytes& model_bits) const {
   return dcr::served_bytes(model, manifest, served, model_bits);
 }
 
+std::vector<Box> RefitPlan::model_boxes(const Holdings& holdings) const {
+  std::vector<Box> boxes;
+  for (const LocalPiece& p : holdings.pieces) boxes.push_back(model_box(model, served, p.box));
+  return boxes;
+}
+
 bool RefitPlan::served_as_is() const {
   return std::all_of(served.begin(), served.end(), [](const ServedTensor& t) { return t.from == ServedFrom::copy; });
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 
 #include "dcr/core/dtype.h"
@@ -39,10 +40,25 @@ Manifest one_tensor(DType dtype, std::vector<int64_t> shape) {
 }
 
 template <typename T>
-T element(const std::vector<uint8_t>& bytes, size_t i) {
+T element(const uint8_t* bytes, size_t i) {
   T value;
-  std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+  std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
   return value;
+}
+
+template <typename T>
+T element(const std::vector<uint8_t>& bytes, size_t i) {
+  return element<T>(bytes.data(), i);
+}
+
+std::vector<float> masters(const ChangeModel& model, size_t t) {
+  const float* m = model.master(t);
+  return std::vector<float>(m, m + model.manifest().tensors[t].numel());
+}
+
+std::vector<uint8_t> stored_bytes(const ChangeModel& model, size_t t) {
+  const uint8_t* s = model.stored(t);
+  return std::vector<uint8_t>(s, s + model.manifest().tensors[t].nbytes());
 }
 
 size_t tensor_index(const ChangeModel& model, const std::string& name) {
@@ -106,8 +122,8 @@ TEST(Rounding, F16WidensExactly) {
 TEST(ChangeModel, StoredBitsAreTheRoundedMasters) {
   for (DType dtype : {DType::bf16, DType::f16, DType::f32}) {
     auto model = make_model(one_tensor(dtype, {64, 96}), {7});
-    const std::vector<float>& master = model->master(0);
-    const std::vector<uint8_t>& stored = model->stored(0);
+    const std::vector<float> master = masters(*model, 0);
+    const std::vector<uint8_t> stored = stored_bytes(*model, 0);
     ASSERT_EQ(stored.size(), master.size() * dtype_width(dtype));
     for (size_t i = 0; i < master.size(); ++i) {
       if (dtype == DType::bf16) {
@@ -124,7 +140,7 @@ TEST(ChangeModel, StoredBitsAreTheRoundedMasters) {
 TEST(ChangeModel, InitialScalesFollowTheTensorRole) {
   auto model = tiny_model(1);
   auto spread = [&](const std::string& name, double* mean) {
-    const std::vector<float>& w = model->master(tensor_index(*model, name));
+    const std::vector<float> w = masters(*model, tensor_index(*model, name));
     double sum = 0, squares = 0;
     for (float v : w) sum += v;
     *mean = sum / w.size();
@@ -149,7 +165,7 @@ TEST(ChangeModel, StepsAreDeterministicPerSeed) {
     EXPECT_EQ(a->snapshot(), b->snapshot()) << "step " << i;
     EXPECT_NE(a->snapshot(), c->snapshot()) << "step " << i;
   }
-  EXPECT_EQ(a->master(1), b->master(1));
+  EXPECT_EQ(masters(*a, 1), masters(*b, 1));
 }
 
 TEST(ChangeModel, StepsDifferFromStepToStep) {
@@ -162,7 +178,7 @@ TEST(ChangeModel, StepsDifferFromStepToStep) {
   // Changed positions of two steps overlap only by chance (~f^2), not as a copy of each other.
   const std::vector<uint8_t>& w0 = before[q];
   const std::vector<uint8_t>& w1 = first[q];
-  const std::vector<uint8_t>& w2 = model->stored(q);
+  const std::vector<uint8_t> w2 = stored_bytes(*model, q);
   size_t first_changes = 0, both = 0;
   for (size_t i = 0; i < w0.size() / 2; ++i) {
     const bool c1 = element<uint16_t>(w0, i) != element<uint16_t>(w1, i);
@@ -231,7 +247,7 @@ TEST(ChangeModel, BuffersFollowTheSteps) {
   auto model = tiny_model(11);
   const size_t inv_freq = tensor_index(*model, "rotary.inv_freq");
   const size_t counter = tensor_index(*model, "step_counter");
-  const std::vector<uint8_t> freq = model->stored(inv_freq);
+  const std::vector<uint8_t> freq = stored_bytes(*model, inv_freq);
   ASSERT_EQ(freq.size(), 32 * 4u);
   for (size_t i = 0; i < 32; ++i) {
     EXPECT_EQ(element<float>(freq, i), 1.0f / powf(10000.0f, static_cast<float>(2 * i) / 64.0f));
@@ -242,7 +258,7 @@ TEST(ChangeModel, BuffersFollowTheSteps) {
     ASSERT_TRUE(i % 2 ? model->step(1e-5).is_ok() : model->inject_uniform(0.02).is_ok());
     EXPECT_EQ(element<int64_t>(model->stored(counter), 0), i);
     EXPECT_EQ(model->steps(), static_cast<uint64_t>(i));
-    EXPECT_EQ(model->stored(inv_freq), freq);
+    EXPECT_EQ(stored_bytes(*model, inv_freq), freq);
   }
 }
 
@@ -300,8 +316,8 @@ TEST(ChangeModel, PoolSlicesAreConsecutiveAndWrap) {
   ChangeModelOptions options;
   options.pool = &pool;
   auto model = make_model(m, options);
-  EXPECT_EQ(model->master(0), (std::vector<float>{1, 2, 3, 4}));
-  EXPECT_EQ(model->master(1), (std::vector<float>{5, 6, 7, 8, 9, 10, 1, 2}));
+  EXPECT_EQ(masters(*model, 0), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(masters(*model, 1), (std::vector<float>{5, 6, 7, 8, 9, 10, 1, 2}));
 }
 
 TEST(ChangeModel, TinyValuesChangeAtEveryStep) {
@@ -327,6 +343,86 @@ TEST(ChangeModel, RoundingTiesChangeWhenStepsPointToTheOddSide) {
   // Steps of 1e-5 * u move the f32 masters (ulp 2^-23) but stay far below half a bf16 ulp (2^-8).
   ASSERT_TRUE(model->step(1e-5).is_ok());
   EXPECT_NEAR(model->changed_fraction(before), 0.5, 0.01);
+}
+
+// Boxes of every kind a rank holds: whole rows, a column band (a row-parallel TP shard), an FSDP
+// flat range inside one row, and boxes that overlap (a quantized weight and its scales' rows).
+std::vector<Box> some_boxes(const ChangeModel& model) {
+  const size_t q = tensor_index(model, "layers.0.attn.q.weight");
+  const size_t down = tensor_index(model, "layers.1.mlp.down.weight");
+  const size_t embed = tensor_index(model, "embed_tokens.weight");
+  return {Box{static_cast<uint32_t>(q), 10, 50, 0, 192}, Box{static_cast<uint32_t>(down), 0, 192, 256, 256},
+          Box{static_cast<uint32_t>(embed), 7, 1, 30, 100}, Box{static_cast<uint32_t>(q), 40, 30, 64, 64}};
+}
+
+// Held elements read exactly as a whole model's through steps and injections from every start
+// (seeded, a checkpoint's bits, real weights), tune_lr finds the same rates, and the others read
+// zero.
+TEST(ChangeModel, HeldBoxesFollowTheWholeModel) {
+  auto seeded = tiny_model(4);
+  const std::vector<std::vector<uint8_t>> checkpoint = seeded->snapshot();
+  RealWeights pool;
+  for (int i = 0; i < 1000; ++i) pool.values.push_back(0.01f * std::sin(static_cast<float>(i)));
+  for (int start = 0; start < 3; ++start) {
+    ChangeModelOptions options;
+    options.seed = 13;
+    options.initial = start == 1 ? &checkpoint : nullptr;
+    options.pool = start == 2 ? &pool : nullptr;
+    auto whole = make_model(seeded->manifest(), options);
+    const std::vector<Box> boxes = some_boxes(*whole);
+    options.held = &boxes;
+    auto part = make_model(seeded->manifest(), options);
+    for (int step = 0; step < 4; ++step) {
+      const double lr = whole->tune_lr(0.02);
+      ASSERT_EQ(part->tune_lr(0.02), lr) << "start " << start << " step " << step;
+      ASSERT_TRUE(step == 2 ? whole->inject_uniform(0.02).is_ok() : whole->step(lr).is_ok());
+      ASSERT_TRUE(step == 2 ? part->inject_uniform(0.02).is_ok() : part->step(lr).is_ok());
+    }
+    uint64_t held = 0;
+    for (size_t t = 0; t < whole->manifest().tensors.size(); ++t) {
+      const TensorDesc& desc = whole->manifest().tensors[t];
+      const uint64_t cols = desc.shape.back();
+      for (uint64_t i = 0; i < desc.numel(); ++i) {
+        bool in = desc.is_buffer;
+        for (const Box& b : boxes) in = in || b.contains(Box{static_cast<uint32_t>(t), i / cols, 1, i % cols, 1});
+        held += in && !desc.is_buffer;
+        const size_t w = dtype_width(desc.dtype);
+        const int differ = std::memcmp(part->stored(t) + i * w, in ? whole->stored(t) + i * w : std::vector<uint8_t>(w).data(), w);
+        ASSERT_EQ(differ, 0) << desc.name << " element " << i << " start " << start;
+        if (!desc.is_buffer) {
+          ASSERT_EQ(part->master(t)[i], in ? whole->master(t)[i] : 0.0f) << desc.name << " " << i;
+        }
+      }
+    }
+    EXPECT_EQ(part->held_parameter_elements(), held);
+  }
+  std::vector<Box> outside{Box{0, 0, 1, 0, 1u << 20}};
+  ChangeModelOptions options;
+  options.held = &outside;
+  std::unique_ptr<ChangeModel> model;
+  EXPECT_EQ(ChangeModel::create(seeded->manifest(), options, &model).code(), Code::invalid_argument);
+}
+
+// What is not held costs no memory: holding an eighth of a 64M-element tensor takes about an
+// eighth of its masters and stored bits (plus tune_lr's sample), not the whole 384 MB.
+TEST(ChangeModel, HeldBoxesCostOnlyTheirMemory) {
+  const auto anon = [] {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8)) * 1024;
+    }
+    return 0ull;
+  };
+  const Manifest m = one_tensor(DType::bf16, {8192, 8192});
+  const std::vector<Box> eighth{Box{0, 1024, 1024, 0, 8192}};
+  ChangeModelOptions options;
+  options.held = &eighth;
+  const unsigned long long before = anon();
+  auto model = make_model(m, options);
+  ASSERT_TRUE(model->step(model->tune_lr(0.01)).is_ok());
+  const unsigned long long grew = anon() - before;
+  EXPECT_LT(grew, 128ull << 20) << "a model holding 1/8 of 384 MB of state grew by " << grew << " bytes";
+  EXPECT_EQ(model->held_parameter_elements(), 1024u * 8192u);
 }
 
 TEST(ChangeModel, RejectsWhatItCannotModel) {

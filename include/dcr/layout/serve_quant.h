@@ -54,6 +54,10 @@ Status serve_model(const Manifest& model, const ModelRules& rules, ServeQuant qu
 BoxBytes served_bytes(const Manifest& model, const Manifest& served, const std::vector<ServedTensor>& tensors,
                       const TensorBytes& model_bits);
 
+// The box of the model whose bits served box `box` is made from: the same box of its model tensor,
+// or for scales the weight's blocks they scale (cut at the weight's edges).
+Box model_box(const Manifest& model, const std::vector<ServedTensor>& tensors, const Box& box);
+
 // Every tensor of `served` whole, from `bits` (served_bytes' result): the served model in memory.
 Status served_tensors(const Manifest& served, const BoxBytes& bits, CanonicalBits* out);
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "dcr/core/box.h"
 #include "dcr/core/status.h"
 #include "dcr/core/tensor.h"
 #include "dcr/model/real_weights.h"
@@ -32,6 +33,10 @@ struct ChangeModelOptions {
   // The exact stored bits to start from (a real checkpoint, one byte array per tensor; read during
   // create only): parameters' masters start at their values, buffers at their bits. Wins over pool.
   const std::vector<std::vector<uint8_t>>* initial = nullptr;
+  // The parameter boxes this model keeps (a rank's own rows; they may overlap), else every element.
+  // The others read as zero and cost no memory; buffers are kept whole. Steps, injections and
+  // tune_lr give every kept element the bits a whole model gives it (tune_lr's sample is its own).
+  const std::vector<Box>* held = nullptr;
 };
 
 class ChangeModel {
@@ -42,14 +47,18 @@ class ChangeModel {
   static Status create(const Manifest& manifest, const ChangeModelOptions& options,
                        std::unique_ptr<ChangeModel>* out);
 
+  ~ChangeModel();
+
   const Manifest& manifest() const { return manifest_; }
-  // Stored bits of a tensor: canonical flat row-major layout, little-endian elements.
-  const std::vector<uint8_t>& stored(size_t tensor) const { return tensors_[tensor].stored; }
-  // fp32 masters of a parameter (empty for buffers).
-  const std::vector<float>& master(size_t tensor) const { return tensors_[tensor].master; }
+  // Stored bits of a tensor: canonical flat row-major layout, little-endian elements (zero outside
+  // the held boxes).
+  const uint8_t* stored(size_t tensor) const;
+  // fp32 masters of a parameter, numel() of them (null for buffers; zero outside the held boxes).
+  const float* master(size_t tensor) const;
   std::vector<std::vector<uint8_t>> snapshot() const;  // a copy of every tensor's stored bits
   uint64_t steps() const { return steps_; }             // step() and inject_uniform() calls so far
   uint64_t parameter_elements() const { return parameter_elements_; }
+  uint64_t held_parameter_elements() const { return held_elements_; }
 
   // One optimizer step: every parameter element's master += lr * scale(row) * u, with u a fresh
   // bell-shaped unit draw on [-3, 3] (see change_model.cc), then the stored copy is recast; buffers
@@ -69,30 +78,28 @@ class ChangeModel {
   // stored values. Buffers advance as in step().
   Status inject_uniform(double fraction);
 
-  // Share of parameter elements whose stored bits differ from `before` (a snapshot() of this
-  // model); NaN when `before` does not have this model's tensor sizes.
+  // Share of the held parameter elements whose stored bits differ from `before` (a snapshot() of
+  // this model); NaN when `before` does not have this model's tensor sizes.
   double changed_fraction(const std::vector<std::vector<uint8_t>>& before) const;
 
  private:
-  struct TensorState {
-    std::vector<float> master;     // parameters only
-    std::vector<float> row_scale;  // parameters with row_scaled only
-    std::vector<uint8_t> stored;
-  };
-  struct Sample;
+  struct TensorState;  // change_model.cc
+  struct Sample;       // tune_lr's strided sample of all parameter elements, stepped with the model
 
-  ChangeModel(const Manifest& manifest, uint64_t seed) : manifest_(manifest), seed_(seed) {}
-  void init_parameter(size_t tensor, const ChangeModelOptions& options, uint64_t* pool_cursor);
-  void init_buffer(size_t tensor);
+  ChangeModel(const Manifest& manifest, uint64_t seed);
+  Status init_tensors(const ChangeModelOptions& options);
+  void init_row_scale(uint32_t tensor, const ChangeModelOptions& options);
+  void init_buffer(uint32_t tensor, const ChangeModelOptions& options);
   void advance_buffers();
-  void build_sample(Sample* sample) const;
-  static double sample_fraction(const Sample& sample, double lr);
+  double sample_fraction(double lr, const std::vector<float>& scale, const std::vector<float>& unit) const;
 
   Manifest manifest_;
   uint64_t seed_;
   std::vector<TensorState> tensors_;
+  std::unique_ptr<Sample> sample_;
   uint64_t steps_ = 0;
   uint64_t parameter_elements_ = 0;
+  uint64_t held_elements_ = 0;
 };
 
 }  // namespace dcr

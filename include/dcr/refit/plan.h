@@ -46,6 +46,9 @@ struct RefitPlan {
 
   // The served bits of any box, from the model's bits.
   BoxBytes served_bytes(const TensorBytes& model_bits) const;
+  // The model boxes whose bits the pieces of `holdings` are made from (what a version source must
+  // give that rank).
+  std::vector<Box> model_boxes(const Holdings& holdings) const;
   // Whether every served tensor is a model tensor's bytes as they are (no quantized form), and
   // then where each served tensor's bytes are: a trainer sends from them in place (Shard::view).
   bool served_as_is() const;
