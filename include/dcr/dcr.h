@@ -56,7 +56,8 @@ typedef struct dcr_endpoint dcr_endpoint;
 /* ---- The job */
 int dcr_spec_new(dcr_spec** out);
 void dcr_spec_free(dcr_spec* spec);
-/* A layout option by the name `dcr refit` gives it: trainers, train-tp, train-ep, relays, fanout,
+/* A layout option by the name `dcr refit` gives it: trainers, train-tp, train-ep, train-pp,
+ * train-pp-layers, train-dp, check-replicas, relays, fanout,
  * rollout-tp, rollout-ep, fuse (true|false), model-family, frame-elements, window,
  * encode-threads, timeout (seconds), state-dir. */
 int dcr_spec_set(dcr_spec* spec, const char* option, const char* value);

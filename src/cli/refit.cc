@@ -60,6 +60,10 @@ void print_step(const StepRecord& r) {
                 static_cast<unsigned long long>(r.store_gets), static_cast<unsigned long long>(r.store_lists),
                 static_cast<unsigned long long>(r.store_puts), r.store_put_bytes / 1e6);
   }
+  if (r.scan_balance > 0) {
+    std::printf("      trainers scanned %.3f MB, the busiest %.3f MB (max/mean %.3f)\n", r.scanned_bytes / 1e6,
+                r.scanned_most / 1e6, r.scan_balance);
+  }
   std::printf("      stages (slowest rank): encode %.4f s, send %.4f s, relay %.4f s, apply %.4f s, commit %.4f s\n",
               r.encode_s, r.send_s, r.forward_s, r.apply_s, r.commit_s);
   if (!r.published && r.apply == "staged") {

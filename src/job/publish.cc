@@ -117,7 +117,7 @@ Status resume_from_store(RankState* s) {
   if (newest == kNoVersion) return Status::ok();
   DCR_TRY(seek_everywhere(s, newest));
   DCR_TRY(all_ok(s, prove_newest(s, newest), "checking the store's newest version"));
-  s->core.baseline.copy_from(s->core.current);
+  s->core.promote();
   if (s->core.topology.index == 0) {
     s->observer.note("dcr refit: publisher resumed after version " + std::to_string(newest) + ", the newest complete in '" +
                      s->spool->describe() + "' (its state hashes match the rebuilt version; unfinished versions above "

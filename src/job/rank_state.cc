@@ -303,20 +303,21 @@ void reduce_stats(RankState* s, const StepStats& mine, StepStats* total) {
   const uint64_t sent = s->core.topology.role == Role::trainer ? mine.frames : mine.sent;
   // Every rank learns them: trainers' --contexts auto takes the apply time.
   std::vector<uint64_t> sums = {mine.frames, mine.wire_bytes, mine.changed,        mine.elements,
-                                sent,        mine.context_frames, mine.declined_frames};
+                                sent,        mine.context_frames, mine.declined_frames, mine.scanned_bytes};
   // Seconds and per-rollout bytes: the slowest or largest rank's.
   std::vector<double> maxima = {mine.encode_s,     mine.send_s,  mine.forward_s, mine.apply_s, mine.wait_s,
                                 mine.stage_s,      mine.pause_s, double(mine.received_bytes),
-                                double(mine.staged_memory), double(mine.staged_spilled)};
+                                double(mine.staged_memory), double(mine.staged_spilled), double(mine.scanned_bytes)};
   s->core.control->all_sum(&sums);
   s->core.control->all_max(&maxima);
   StepStats& t = *total;
   t = StepStats{};
   t.frames = sums[0], t.wire_bytes = sums[1], t.changed = sums[2], t.elements = sums[3], t.sent = sums[4];
-  t.context_frames = sums[5], t.declined_frames = sums[6];
+  t.context_frames = sums[5], t.declined_frames = sums[6], t.scanned_bytes = sums[7];
   t.encode_s = maxima[0], t.send_s = maxima[1], t.forward_s = maxima[2], t.apply_s = maxima[3], t.wait_s = maxima[4];
   t.stage_s = maxima[5], t.pause_s = maxima[6];
   t.received_bytes = uint64_t(maxima[7]), t.staged_memory = uint64_t(maxima[8]), t.staged_spilled = uint64_t(maxima[9]);
+  t.scanned_most = uint64_t(maxima[10]);
 }
 
 void record_totals(const StepStats& total, StepRecord* r) {
@@ -324,6 +325,8 @@ void record_totals(const StepStats& total, StepRecord* r) {
   r->trainer_frames = total.sent;
   r->wire_bytes = total.wire_bytes;
   r->change_rate = total.elements ? double(total.changed) / total.elements : 0;
+  r->scanned_bytes = total.scanned_bytes;
+  r->scanned_most = total.scanned_most;
   r->encode_s = total.encode_s;
   r->send_s = total.send_s;
   r->forward_s = total.forward_s;

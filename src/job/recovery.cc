@@ -138,7 +138,7 @@ Status recover(RankState* s, uint64_t* next_version) {
   DCR_TRY(version_exists(s, version, &exists));
   DCR_REQUIRE(exists, Code::not_found, "committed version " + std::to_string(version) + " has no checkpoint to rebuild from");
   const Status rebuilt = s->has_model() ? advance_source_to(s, version) : Status::ok();
-  if (rebuilt.is_ok() && t.role == Role::trainer) s->core.baseline.copy_from(s->core.current);
+  if (rebuilt.is_ok()) s->core.promote();
   DCR_TRY(all_ok(s, rebuilt, "rebuilding the committed version"));
   const bool restored = matches_trainers(s, t.role == Role::rollout && restore_from_snapshot(s, version));
   kill_point_at_resume(s->kill, t, version);

@@ -82,6 +82,8 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
   StepStats total;
   reduce_stats(s, stats, &total);
   record_totals(total, &r);
+  const int trainers = s->core.topology.trainers;
+  if (trainers > 0 && total.scanned_bytes > 0) r.scan_balance = double(total.scanned_most) * trainers / total.scanned_bytes;
   if (kind == FrameKind::delta) s->core.context_rule.observe_apply(total.apply_s, total.changed, s->core.topology.trainers);
   r.checked = s->config.verify ? kCheckedModelBytes : kCheckedFrameHashes;
   r.bitexact = r.committed && s->config.verify && verified(s, s->core.serving);
@@ -91,9 +93,11 @@ StepRecord refit_once(RankState* s, FrameKind kind, uint64_t target) {
 
 std::string describe_job(const RefitConfig& config, const RankState& s, uint64_t model_bytes) {
   const Topology& t = s.core.topology;
-  const std::string trainers = std::to_string(config.trainers) + " trainers (fsdp " +
-                               std::to_string(config.trainers / config.train_tp) + " x tp " + std::to_string(config.train_tp) +
-                               (config.train_ep > 1 ? ", experts over ep " + std::to_string(config.train_ep) : "") + ")";
+  const TrainingLayout l = training_layout(config, s.core.plan.rules);
+  const std::string trainers = std::to_string(config.trainers) + " trainers (fsdp " + std::to_string(l.fsdp) + " x tp " +
+                               std::to_string(l.tp) + (l.pp > 1 ? " x pp " + std::to_string(l.pp) : "") +
+                               (l.dp > 1 ? " x dp " + std::to_string(l.dp) + " replicas" : "") +
+                               (l.ep > 1 ? ", experts over ep " + std::to_string(l.ep) : "") + ")";
   const std::string relays = std::to_string(t.relays) + " relays (fanout " + std::to_string(config.fanout) + ", depth " +
                              std::to_string(t.depth) + ")";
   const std::string rollouts = std::to_string(t.rollouts) + " rollouts (tp " + std::to_string(config.rollout_tp) +

@@ -26,6 +26,10 @@ struct StepRecord {
   uint64_t frames = 0;          // frame hops: sends, forwards and applies over every rank
   uint64_t trainer_frames = 0;  // the frames the trainers sent (their wire_bytes)
   uint64_t wire_bytes = 0;
+  // Bytes the trainers compared (their frames' boxes), all of them and the most any one did: with
+  // data-parallel replicas, how evenly the work is spread (scanned_most / (scanned_bytes / trainers)).
+  uint64_t scanned_bytes = 0, scanned_most = 0;
+  double scan_balance = 0;  // scanned_most over the trainers' mean (1: even; 0 without trainers)
   uint64_t full_bytes = 0;     // bytes of the full refit of the same version
   double seconds = 0;
   double full_seconds = 0;

@@ -39,6 +39,7 @@ Status write_refit_json(const RefitReport& report, const std::string& path) {
                       {{"trainer", {{"peak_anon", r.trainer_anon}, {"shard", r.trainer_shard}}},
                        {"relay", {{"peak_anon", r.relay_anon}}},
                        {"rollout", {{"peak_anon", r.rollout_anon}, {"shard", r.rollout_shard}}}}},
+                     {"scanned", {{"bytes", r.scanned_bytes}, {"most_per_trainer", r.scanned_most}, {"balance", r.scan_balance}}},
                      {"store", {{"gets", r.store_gets}, {"lists", r.store_lists}, {"puts", r.store_puts}, {"put_bytes", r.store_put_bytes}}},
                      {"contexts",
                       {{"mode", r.contexts}, {"frames", r.context_frames}, {"declined", r.declined_frames},
@@ -58,7 +59,7 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
   out << "version,kind,change_rate,frames,wire_bytes,full_bytes,seconds,full_seconds,bcast_seconds,speedup,"
          "committed,bitexact,checked,encode_s,send_s,relay_s,apply_s,commit_s,contexts,context_frames,declined_frames,"
          "link_gbps,link,lag_s,apply,staging_seconds,pause_seconds,received_bytes,staged_memory,staged_spilled,store_gets,store_lists,store_puts,store_put_bytes,"
-         "trainer_anon,trainer_shard,relay_anon,rollout_anon,rollout_shard\n";
+         "trainer_anon,trainer_shard,relay_anon,rollout_anon,rollout_shard,scanned_bytes,scanned_most\n";
   for (const StepRecord& r : report.steps) {
     out << r.version << ',' << r.kind << ',' << r.change_rate << ',' << r.frames << ',' << r.wire_bytes << ','
         << r.full_bytes << ',' << r.seconds << ',' << r.full_seconds << ',' << r.bcast_seconds << ',' << speedup(r)
@@ -69,7 +70,7 @@ Status write_refit_csv(const RefitReport& report, const std::string& path) {
         << r.staging_s << ',' << r.pause_s << ',' << r.received_bytes << ',' << r.staged_memory << ','
         << r.staged_spilled << ',' << r.store_gets << ',' << r.store_lists << ',' << r.store_puts << ','
         << r.store_put_bytes << ',' << r.trainer_anon << ',' << r.trainer_shard << ',' << r.relay_anon << ','
-        << r.rollout_anon << ',' << r.rollout_shard << '\n';
+        << r.rollout_anon << ',' << r.rollout_shard << ',' << r.scanned_bytes << ',' << r.scanned_most << '\n';
   }
   return out.good() ? Status::ok() : Status(Code::io_error, "writing '" + path + "' failed");
 }

@@ -220,6 +220,9 @@ nlohmann::json store_layout(const RefitOptions& c, const RefitPlan& plan) {
           {"trainers", c.trainers},
           {"train_tp", c.train_tp},
           {"train_ep", c.train_ep},
+          {"train_pp", c.train_pp},
+          {"train_pp_layers", c.train_pp_layers},
+          {"train_dp", c.train_dp},
           {"serve_tp", tps},
           {"serve_ep", eps},
           {"layouts", layouts},
@@ -267,6 +270,13 @@ Status adopt_layout(const nlohmann::json& layout, const std::string& store, Refi
   DCR_TRY(int_field(layout, "train_ep", what, 1, &train_ep));
   DCR_TRY(int_field(layout, "frame_elements", what, 1, &frame_elements));
   DCR_TRY(int_field(layout, "bundle_below", what, 0, &bundle_below));
+  long long train_pp = 1, train_dp = 1;  // absent from the layouts of a dcr before them: 1
+  std::vector<int> pp_layers;
+  if (layout.contains("train_pp")) DCR_TRY(int_field(layout, "train_pp", what, 1, &train_pp));
+  if (layout.contains("train_dp")) DCR_TRY(int_field(layout, "train_dp", what, 1, &train_dp));
+  if (layout.contains("train_pp_layers") && !layout["train_pp_layers"].empty()) {
+    DCR_TRY(int_list(layout, "train_pp_layers", what, &pp_layers));
+  }
   std::vector<int> tps, eps;
   DCR_TRY(int_list(layout, "serve_tp", what, &tps));
   DCR_TRY(int_list(layout, "serve_ep", what, &eps));
@@ -286,6 +296,9 @@ Status adopt_layout(const nlohmann::json& layout, const std::string& store, Refi
   taken.trainers = static_cast<int>(trainers);
   taken.train_tp = static_cast<int>(train_tp);
   taken.train_ep = static_cast<int>(train_ep);
+  taken.train_pp = static_cast<int>(train_pp);
+  taken.train_dp = static_cast<int>(train_dp);
+  taken.train_pp_layers = pp_layers;
   taken.frame_elements = static_cast<uint64_t>(frame_elements);
   taken.bundle_below = static_cast<uint64_t>(bundle_below);
   taken.serve_tp = tps;

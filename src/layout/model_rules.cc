@@ -92,6 +92,13 @@ Status parse_rule(const json& r, FamilyRule* rule) {
   DCR_TRY(optional_field(r, "members", &rule->members));
   DCR_TRY(optional_field(r, "expert", &rule->expert));
   DCR_TRY(optional_field(r, "dropped_if_tied", &rule->dropped_if_tied));
+  if (r.contains("stage")) {
+    std::string stage;
+    DCR_TRY(optional_field(r, "stage", &stage));
+    DCR_REQUIRE(stage == "first" || stage == "last", Code::invalid_argument,
+                "rule \"" + rule->pattern + "\": \"stage\" is \"first\" or \"last\" (got \"" + stage + "\")");
+    rule->stage = stage == "last" ? PipelineStage::last : PipelineStage::first;
+  }
   if (r.contains("quantize")) {
     bool quantize = false;
     DCR_TRY(optional_field(r, "quantize", &quantize));
@@ -208,6 +215,7 @@ Status apply_rule(const FamilyRule& rule, const std::vector<std::string>& groups
   out->quantize = rule.quantize;
   out->pattern = rule.pattern;
   out->shape = rule.shape;
+  out->stage = rule.stage;
   if (!rule.member.empty()) {
     const std::string member = expand(groups, rule.member);
     const auto it = std::find(rule.members.begin(), rule.members.end(), member);

@@ -186,14 +186,21 @@ void Shard::copy_from(const Shard& other) {
     for (size_t b = 0; b < data_.size(); ++b) std::memcpy(data_[b], other.data_[b], sizes_[b]);
     return;
   }
-  for (const LocalPiece& p : holdings_.pieces) {
-    uint32_t buffer = 0;
-    uint64_t offset = 0, pitch = 0;
-    if (!locate(other.holdings_, p.box, &buffer, &offset, &pitch)) continue;  // not held there: nothing to copy
-    const unsigned w = widths_[p.buffer];
-    for (uint64_t r = 0; r < p.box.rows; ++r) {
-      std::memcpy(data_[p.buffer] + (p.offset + r * p.pitch) * w, other.data_[buffer] + (offset + r * pitch) * w,
-                  p.box.cols * w);
+  std::vector<Box> boxes;
+  for (const LocalPiece& p : holdings_.pieces) boxes.push_back(p.box);
+  copy_from(other, boxes);
+}
+
+void Shard::copy_from(const Shard& other, const std::vector<Box>& boxes) {
+  for (const Box& box : boxes) {
+    uint32_t to = 0, from = 0;
+    uint64_t to_offset = 0, to_pitch = 0, from_offset = 0, from_pitch = 0;
+    if (!locate(holdings_, box, &to, &to_offset, &to_pitch)) continue;
+    if (!locate(other.holdings_, box, &from, &from_offset, &from_pitch)) continue;  // not held there: nothing to copy
+    const unsigned w = widths_[to];
+    for (uint64_t r = 0; r < box.rows; ++r) {
+      std::memcpy(data_[to] + (to_offset + r * to_pitch) * w, other.data_[from] + (from_offset + r * from_pitch) * w,
+                  box.cols * w);
     }
   }
 }

@@ -1,9 +1,11 @@
 #include "dcr/refit/endpoint.h"
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 
+#include "dcr/core/hash.h"
 #include "dcr/core/log.h"
 #include "src/core/files.h"
 #include "dcr/journal/journal.h"
@@ -93,10 +95,71 @@ Status EndpointCore::transfer(FrameKind kind, Versions versions, const StepIO& i
   return st;
 }
 
+void EndpointCore::promote() {
+  if (topology.role != Role::trainer) return;
+  if (config.train_dp == 1) return baseline.copy_from(current);
+  std::vector<Box> sent;
+  for (const PlannedFrame& f : plan.frames[topology.index]) sent.insert(sent.end(), f.parts.begin(), f.parts.end());
+  baseline.copy_from(current, sent);
+}
+
+namespace {
+
+// Each tensor's hash over the pieces of `shard` (in their order) as (tensor, hash) pairs.
+std::vector<uint8_t> part_hashes(Shard* shard) {
+  std::vector<uint64_t> words;
+  std::vector<uint64_t> hashes;
+  const std::vector<LocalPiece>& pieces = shard->holdings().pieces;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    Region region;
+    hashes.push_back(shard->region(pieces[i].box, &region).is_ok() ? region_hash(region) : 0);
+    if (i + 1 < pieces.size() && pieces[i + 1].box.tensor == pieces[i].box.tensor) continue;
+    words.push_back(pieces[i].box.tensor);
+    words.push_back(hash64(hashes.data(), hashes.size() * sizeof(uint64_t)));
+    hashes.clear();
+  }
+  const auto* bytes = reinterpret_cast<const uint8_t*>(words.data());
+  return std::vector<uint8_t>(bytes, bytes + words.size() * sizeof(uint64_t));
+}
+
+}  // namespace
+
+Status EndpointCore::replicas_agree(uint64_t target) {
+  const std::vector<std::vector<uint8_t>> all =
+      control->all_gather(topology.role == Role::trainer ? part_hashes(&current) : std::vector<uint8_t>());
+  const TrainingLayout layout = training_layout(config, plan.rules);
+  const int group = layout.tp * layout.fsdp;
+  for (int t = 0; t < topology.trainers; ++t) {
+    const int first = t - training_coords(layout, t).dp * group;  // its replica 0
+    if (first == t || all[t] == all[first]) continue;
+    const size_t n = std::min(all[t].size(), all[first].size()) / sizeof(uint64_t);
+    size_t at = 0;  // the first differing (tensor, hash) pair
+    while (at + 2 <= n && std::memcmp(&all[t][at * 8], &all[first][at * 8], 16) == 0) at += 2;
+    uint64_t tensor = 0;
+    if (at + 2 <= n) std::memcpy(&tensor, &all[t][at * 8], sizeof tensor);
+    const std::string name = tensor < plan.manifest.tensors.size() ? plan.manifest.tensors[tensor].name : "?";
+    return Status(Code::invalid_argument,
+                  "--check-replicas: version " + std::to_string(target) + " is refused: data-parallel replicas " +
+                      topology.describe_rank(topology.trainer_rank(first)) + " and " +
+                      topology.describe_rank(topology.trainer_rank(t)) + " hold different bits of tensor '" + name +
+                      "' (replicas must hold the same parameters: a training bug)");
+  }
+  return Status::ok();
+}
+
+bool EndpointCore::replicas_refuse(Versions versions, Status* moved) {
+  if (!config.check_replicas) return false;
+  *moved = replicas_agree(versions.target);
+  if (moved->is_ok()) return false;
+  if (topology.world_rank == 0) log_error(topology, *moved);  // every rank found the same
+  return true;
+}
+
 bool EndpointCore::run_step(FrameKind kind, Versions versions, const StepIO& io, Status* moved) {
   if (staged()) return stage_version(kind, versions, io, moved) && apply_version(kind, versions, moved);
   const auto start = std::chrono::steady_clock::now();
   *moved = Status::ok();
+  if (replicas_refuse(versions, moved)) return commit(false, versions);
   if (journal && topology.role == Role::rollout) {
     *moved = journal->append({JournalRecord::begin, versions.base, versions.target, 0}, false).with_context("journal");
     log_error(topology, *moved);
@@ -115,6 +178,7 @@ bool EndpointCore::run_step(FrameKind kind, Versions versions, const StepIO& io,
 }
 
 bool EndpointCore::stage_version(FrameKind kind, Versions versions, const StepIO& io, Status* moved) {
+  if (replicas_refuse(versions, moved)) return false;  // every rank alike: nothing staged anywhere
   const auto start = std::chrono::steady_clock::now();
   const bool rollout = topology.role == Role::rollout;
   if (rollout) {
@@ -175,7 +239,7 @@ bool EndpointCore::commit(bool vote, Versions versions) {
     if (journal->last_snapshot(&snapshot)) keep.push_back({JournalRecord::snapshot, snapshot, 0, 0});
     report(journal->compact(keep), "journal compaction");
   }
-  if (topology.role == Role::trainer) baseline.copy_from(current);
+  promote();
   committed = versions.target;
   return true;
 }

@@ -80,6 +80,15 @@ class EndpointCore {
   // and journal compaction; on commit, promotes the trainer's baseline and sets `committed`.
   // Returns the decision.
   bool commit(bool vote, Versions versions);
+  // A trainer's current version becomes its baseline: the boxes it sends (with data-parallel
+  // replicas, its share of the shard; the rest of its baseline is never read).
+  void promote();
+  // --check-replicas (collective, every rank): each trainer hashes every tensor part of its shard in
+  // `current`; every rank gathers them and finds the same first part two data-parallel replicas
+  // hold differently: invalid_argument naming the version, the tensor and both ranks.
+  Status replicas_agree(uint64_t target);
+  // Whether --check-replicas refuses this step (*moved: why); every rank answers alike.
+  bool replicas_refuse(Versions versions, Status* moved);
 
   // One version through this rank: every step of every job runs here (the library's step below,
   // and the `dcr refit` job's one-job, publish and follow steps). Under --apply stream rollouts

@@ -33,8 +33,21 @@ std::vector<Option<O>> make_table() {
   return {
       integer<O>("trainers", &O::trainers, 1, kInt, "trainer ranks"),
       integer<O>("train-tp", &O::train_tp, 1, kInt,
-                 "tensor-parallel degree of the training layout (divides trainers; the rest is FSDP)"),
-      integer<O>("train-ep", &O::train_ep, 1, kInt, "expert-parallel degree of the training layout (divides --trainers)"),
+                 "tensor-parallel degree of the training layout (trainers / (train-tp x train-pp x train-dp) is the "
+                 "FSDP degree)"),
+      integer<O>("train-ep", &O::train_ep, 1, kInt,
+                 "expert-parallel degree of the training layout (divides the trainers of one stage of one replica)"),
+      integer<O>("train-pp", &O::train_pp, 1, kInt,
+                 "pipeline stages of the training layout: each holds a range of layers (the first also the "
+                 "embeddings, the last the final norm and the output layer)"),
+      integers<O>("train-pp-layers", &O::train_pp_layers, 1, kInt,
+                  "layers of each pipeline stage, comma separated (default: an even split)"),
+      integer<O>("train-dp", &O::train_dp, 1, kInt,
+                 "data-parallel replicas of the training layout: each holds the same bits; every part is sent by "
+                 "one of them, spread so each sends about the same bytes"),
+      flag<O>("check-replicas", &O::check_replicas,
+              "trainers compare a hash of every tensor part with their data-parallel replicas before each version, "
+              "and refuse it naming the tensor and the ranks where they differ (each replica reads its whole shard)"),
       integer<O>("relays", &O::relays, -1, kInt, "relay ranks (-1: one per node)"),
       integer<O>("fanout", &O::fanout, 1, kInt, "children per relay"),
       integer<O>("rollout-tp", &O::rollout_tp, 1, kInt, "tensor-parallel degree of the serving layout"),
@@ -136,14 +149,23 @@ std::string describe_layouts(const std::vector<ServeShape>& layouts) {
 
 Status check_refit_options(const RefitOptions& c) {
   DCR_TRY(options::check_ranges(refit_option_table(), c));
-  DCR_REQUIRE(c.trainers % c.train_tp == 0, Code::invalid_argument,
-              "--train-tp " + std::to_string(c.train_tp) + " must divide --trainers " + std::to_string(c.trainers));
+  const long long model_ranks = 1ll * c.train_tp * c.train_pp * c.train_dp;  // a replica's stage groups, all replicas
+  DCR_REQUIRE(c.trainers % model_ranks == 0, Code::invalid_argument,
+              "--train-tp " + std::to_string(c.train_tp) + " x --train-pp " + std::to_string(c.train_pp) +
+                  " x --train-dp " + std::to_string(c.train_dp) + " must divide --trainers " +
+                  std::to_string(c.trainers) + " (the rest is FSDP)");
   DCR_REQUIRE(c.relays == -1 || c.relays >= 1, Code::invalid_argument, "--relays must be at least 1 (or -1 for auto)");
   DCR_REQUIRE(c.rollout_tp % c.rollout_ep == 0, Code::invalid_argument,
               "--rollout-ep " + std::to_string(c.rollout_ep) + " must divide --rollout-tp " + std::to_string(c.rollout_tp));
-  DCR_REQUIRE(c.trainers % c.train_ep == 0, Code::invalid_argument,
-              "--train-ep " + std::to_string(c.train_ep) + " must divide --trainers " + std::to_string(c.trainers));
-  DCR_REQUIRE(c.serve_tp.empty() && c.serve_ep.empty() || !promised_layouts(c).empty(), Code::invalid_argument,
+  const int stage_group = c.trainers / c.train_pp / c.train_dp;  // tp * fsdp
+  DCR_REQUIRE(c.trainers % model_ranks != 0 || stage_group % c.train_ep == 0, Code::invalid_argument,
+              "--train-ep " + std::to_string(c.train_ep) + " must divide the " + std::to_string(stage_group) +
+                  " trainers of one pipeline stage of one replica (--trainers / --train-pp / --train-dp)");
+  DCR_REQUIRE(c.train_pp_layers.empty() || static_cast<int>(c.train_pp_layers.size()) == c.train_pp,
+              Code::invalid_argument,
+              "--train-pp-layers lists " + std::to_string(c.train_pp_layers.size()) + " stages; --train-pp is " +
+                  std::to_string(c.train_pp));
+  DCR_REQUIRE((c.serve_tp.empty() && c.serve_ep.empty()) || !promised_layouts(c).empty(), Code::invalid_argument,
               "no --serve-ep degree divides a --serve-tp degree: no serving layout is promised");
   DCR_REQUIRE(!c.encrypt || !c.key_file.empty(), Code::invalid_argument,
               "--encrypt needs --key-file (make one with: dcr keygen FILE)");

@@ -74,6 +74,34 @@ std::vector<PlannedFrame> bundle_small(const Manifest& manifest, std::vector<Pla
   return out;
 }
 
+// Frames of one stage group's shard among its data-parallel replicas, each frame to one: largest
+// first, each to the replica with the fewest bytes so far (the lowest on a tie), so every replica
+// scans and sends about the same bytes; each replica's frames stay in plan order. The frames are
+// those one replica alone would send, so replicas add no bytes.
+std::vector<std::vector<PlannedFrame>> spread_over_replicas(const Manifest& manifest, std::vector<PlannedFrame> frames,
+                                                            int replicas) {
+  std::vector<std::vector<PlannedFrame>> out(replicas);
+  if (replicas == 1) {
+    out[0] = std::move(frames);
+    return out;
+  }
+  const auto bytes = [&manifest](const PlannedFrame& f) {
+    return f.box.elements() * manifest.tensors[f.parts[0].tensor].width();
+  };
+  std::vector<size_t> order(frames.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes(frames[a]) > bytes(frames[b]); });
+  std::vector<uint64_t> load(replicas, 0);
+  std::vector<int> owner(frames.size(), 0);
+  for (size_t i : order) {
+    const int r = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    owner[i] = r;
+    load[r] += bytes(frames[i]);
+  }
+  for (size_t i = 0; i < frames.size(); ++i) out[owner[i]].push_back(std::move(frames[i]));
+  return out;
+}
+
 // One replica of each layout frames are cut for: the promised ones and this job's own.
 Status cut_holdings(const RefitOptions& config, const Topology& topology, const Manifest& manifest,
                     const ModelRules& rules, std::vector<ServeShape>* layouts,
@@ -131,6 +159,18 @@ TensorBytes RefitPlan::served_in_place(const TensorBytes& model_bits) const {
   return [this, model_bits](uint32_t id) { return model_bits(served[id].source); };
 }
 
+TrainingLayout training_layout(const RefitOptions& config, const ModelRules& rules) {
+  TrainingLayout l;
+  l.tp = config.train_tp;
+  l.pp = config.train_pp;
+  l.dp = config.train_dp;
+  l.fsdp = config.trainers / (l.tp * l.pp * l.dp);
+  l.ep = config.train_ep;
+  l.pp_layers = config.train_pp_layers;
+  l.rules = &rules;
+  return l;
+}
+
 Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan* plan) {
   DCR_REQUIRE(!plan->model.tensors.empty(), Code::invalid_argument, "the plan has no tensors (no model given)");
   ModelRules model_rules;
@@ -154,7 +194,7 @@ Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan
                   std::to_string(plan->manifest.total_elements()) + " elements into at least " +
                   std::to_string(at_least) + " frames (more than " + std::to_string(kMaxFrames) +
                   " in flight per step); raise it");
-  const TrainingLayout training{config.trainers / config.train_tp, config.train_tp, config.train_ep, &plan->rules};
+  const TrainingLayout training = training_layout(config, plan->rules);
   const ServingLayout serving{config.rollout_tp, config.fuse, config.rollout_ep, &plan->rules};
   plan->trainer_holdings.resize(config.trainers);
   for (int t = 0; t < config.trainers; ++t) {
@@ -172,7 +212,9 @@ Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan
   plan->frames.assign(config.trainers, {});
   plan->index.clear();
   uint64_t bundle_id = 0;
+  const int stage_group = training.tp * training.fsdp;
   for (int t = 0; t < config.trainers; ++t) {
+    if (training_coords(training, t).dp != 0) continue;  // replica 0 plans for its replicas
     std::vector<Box> boxes;
     DCR_TRY(plan_frames(plan->manifest, plan->trainer_holdings[t], cut_pieces, config.frame_elements, &boxes));
     std::vector<PlannedFrame> frames;
@@ -184,9 +226,13 @@ Status make_plan(const RefitOptions& config, const Topology& topology, RefitPlan
     if (config.bundle_below > 0) {
       frames = bundle_small(plan->manifest, std::move(frames), keys, config.bundle_below, config.frame_elements, &bundle_id);
     }
-    for (PlannedFrame& f : frames) {
-      plan->index[{f.box.tensor, f.box.row0, f.box.col0}] = {t, plan->frames[t].size()};
-      plan->frames[t].push_back(std::move(f));
+    std::vector<std::vector<PlannedFrame>> spread = spread_over_replicas(plan->manifest, std::move(frames), training.dp);
+    for (int d = 0; d < training.dp; ++d) plan->frames[t + d * stage_group] = std::move(spread[d]);
+  }
+  for (int t = 0; t < config.trainers; ++t) {
+    for (size_t i = 0; i < plan->frames[t].size(); ++i) {
+      const Box& b = plan->frames[t][i].box;
+      plan->index[{b.tensor, b.row0, b.col0}] = {t, i};
     }
   }
   return Status::ok();

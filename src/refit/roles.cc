@@ -125,6 +125,7 @@ Status encode_frames(const RefitPlan& plan, const Link& link, int trainer, Frame
     stats->context_frames += encode_stats[i].value_packing == ValuePacking::contexts;
     stats->declined_frames += encode_stats[i].contexts_declined;
     stats->elements += planned[i].box.elements();
+    stats->scanned_bytes += planned[i].box.elements() * plan.manifest.tensors[planned[i].parts[0].tensor].width();
     DCR_TRY(deliver(std::make_shared<const std::vector<uint8_t>>(std::move(frames[i]))));
     ready = Clock::now();
     stats->send_s += std::chrono::duration<double>(ready - start).count();

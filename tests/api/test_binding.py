@@ -166,6 +166,57 @@ class Binding(unittest.TestCase):
         self.assertIn("buffer 'w' is a read-only array", out["rollout"][0])
         self.assertEqual(out["rollout"][1], ([1], []))
 
+    def test_data_parallel_replicas_share_the_sends_and_check_replicas_names_a_difference(self):
+        """Two replicas (train_dp=2) each publish their own copy of the same arrays: each sends part
+        of the frames, the rollout gets every version; with check_replicas a one-bit difference in
+        one replica's copy refuses the version, naming the tensor."""
+        w = np.arange(64 * 16, dtype=np.uint16).reshape(64, 16)
+        b = np.linspace(0, 1, 16, dtype=np.float32)
+        served = [np.zeros_like(w), np.zeros_like(b)]
+        the_spec = dcr.Spec(trainers=2, train_dp=2, check_replicas=True, relays=1, rollout_tp=1, timeout=5,
+                            frame_elements=256, bundle_below=0)
+        the_spec.add_tensor("w", "bf16", (64, 16))
+        the_spec.add_tensor("b", "f32", (16,))
+        comms, out = dcr.Comm.threads(4), {}
+
+        def trainer(rank):
+            endpoint = dcr.Trainer(the_spec, comms[rank])
+            mine, frames, refused = [w.copy(), b.copy()], [], None
+            for version in (1, 2, 3):
+                mine[0].reshape(-1)[::7] += 1
+                if rank == 1 and version == 2:
+                    mine[0][3, 3] ^= 1  # replica 1 differs in one bit
+                try:
+                    endpoint.publish(version, mine)
+                    frames.append(endpoint.last_step()[0])
+                except dcr.DcrError as e:
+                    refused = str(e)
+                if rank == 1 and version == 2:
+                    mine[0][3, 3] ^= 1
+            endpoint.close()
+            out[rank] = (frames, refused, mine[0])
+
+        def relay():
+            dcr.Relay(the_spec, comms[2]).serve()
+
+        def rollout():
+            endpoint = dcr.Rollout(the_spec, comms[3])
+            endpoint.attach(served)
+            out["rollout"] = receive_all(endpoint)
+
+        threads = [threading.Thread(target=trainer, args=(r,)) for r in (0, 1)]
+        threads += [threading.Thread(target=f) for f in (relay, rollout)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(out["rollout"], ([1, 3], [1]))  # every rank learns why: invalid_argument
+        for rank in (0, 1):
+            frames, refused, _ = out[rank]
+            self.assertTrue(all(f > 0 for f in frames), f"replica {rank} sent no frames: {frames}")
+            self.assertIn("hold different bits of tensor 'w'", refused)
+        self.assertTrue(np.array_equal(served[0], out[0][2]))
+
 
 if __name__ == "__main__":
     unittest.main()

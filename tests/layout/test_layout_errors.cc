@@ -14,6 +14,25 @@ void expect_invalid(const Status& s, const std::vector<std::string>& mentions) {
   for (const std::string& word : mentions) EXPECT_NE(s.message().find(word), std::string::npos) << s.message();
 }
 
+TEST(LayoutErrors, TrainingStageSplitsThatDoNotFitAreRefusedByName) {
+  const Manifest m = tiny_model();
+  ModelRules r = rules_of(m);
+  Holdings h;
+  TrainingLayout l{1, 1, 1, &r};
+  l.pp = 3;
+  expect_invalid(training_holdings(m, l, 0, &h), {"--train-pp 3", "4 layers", "--train-pp-layers"});
+  l.pp_layers = {2, 1, 2};
+  expect_invalid(training_holdings(m, l, 0, &h), {"add up to the model's 4 layers", "5"});
+  l.pp_layers = {2, 2};
+  expect_invalid(training_holdings(m, l, 0, &h), {"lists 2 stages", "--train-pp is 3"});
+  l.pp = 2;
+  l.dp = 0;
+  expect_invalid(training_holdings(m, l, 0, &h), {"dp must be at least 1"});
+  l.dp = 1;
+  r.has_layers = false;
+  expect_invalid(training_holdings(m, l, 0, &h), {"no \"layer\" pattern"});
+}
+
 TEST(LayoutErrors, TrainingRejectsBadDegreesAndRanks) {
   const Manifest m = tiny_model();
   const ModelRules r = rules_of(m);
@@ -24,7 +43,7 @@ TEST(LayoutErrors, TrainingRejectsBadDegreesAndRanks) {
   expect_invalid(training_holdings(m, TrainingLayout{0, 1, 1, &r}, 0, &h), {"fsdp", "0"});
   expect_invalid(training_holdings(m, TrainingLayout{2, 2, 1, &r}, 4, &h), {"rank 4", "4"});
   expect_invalid(training_holdings(m, TrainingLayout{2, 2, 1, &r}, -1, &h), {"rank -1"});
-  expect_invalid(training_holdings(m, TrainingLayout{2, 2, 3, &r}, 0, &h), {"ep 3", "4 training ranks"});
+  expect_invalid(training_holdings(m, TrainingLayout{2, 2, 3, &r}, 0, &h), {"ep 3", "4 ranks of a stage"});
   expect_invalid(training_holdings(m, TrainingLayout{1, 1, 1, nullptr}, 0, &h), {"no model rules"});
 }
 

@@ -38,7 +38,7 @@ TEST(ShardView, RegionsAndPromotionEqualALoadedShard) {
   const ModelRules rules = rules_of(m, "conv\\.weight");
   const CanonicalBits bits = random_bits(m);
   const TensorBytes canonical = [&bits](uint32_t t) { return bits[t].data(); };
-  for (const TrainingLayout layout : {TrainingLayout{1, 1}, TrainingLayout{2, 1}, TrainingLayout{3, 2}}) {
+  for (const TrainingLayout& layout : {TrainingLayout{1, 1}, TrainingLayout{2, 1}, TrainingLayout{3, 2}}) {
     TrainingLayout l = layout;
     l.rules = &rules;
     for (int rank = 0; rank < l.fsdp * l.tp; ++rank) {

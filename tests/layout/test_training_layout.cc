@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dcr/layout/training_layout.h"
 #include "layout/layout_support.h"
 
@@ -99,6 +101,69 @@ TEST(TrainingLayout, RankInPaddingKeepsAnEmptyBuffer) {
   const uint32_t counter = id_of(m, "step_counter");
   EXPECT_EQ(h.buffer_elements[counter], 1u);
   for (const LocalPiece& p : h.pieces) EXPECT_NE(p.box.tensor, counter);
+}
+
+
+// Pipeline stages and data-parallel replicas: stage s holds its layers (the first also the
+// embeddings and the buffers, the last the final norm and the output layer); every replica holds
+// the same buffers; one replica's ranks own every element exactly once.
+TEST(TrainingLayout, PipelineStagesHoldTheirLayersAndReplicasHoldAlike) {
+  const Manifest m = tiny_model();  // 4 layers
+  const ModelRules r = rules_of(m);
+  for (const std::vector<int>& split : {std::vector<int>{}, std::vector<int>{3, 1}}) {
+    TrainingLayout l{1, 2, 1, &r};
+    l.pp = 2;
+    l.dp = 2;
+    l.pp_layers = split;
+    const int64_t last_of_stage0 = split.empty() ? 1 : 2;
+    Values counts = zero_model(m);
+    for (int rank = 0; rank < l.world(); ++rank) {
+      SCOPED_TRACE("rank " + std::to_string(rank));
+      const TrainingCoords at = training_coords(l, rank);
+      EXPECT_EQ(rank, ((at.pp * l.dp + at.dp) * l.tp + at.tp) * l.fsdp + at.fsdp);
+      Holdings h;
+      ASSERT_TRUE(training_holdings(m, l, rank, &h).is_ok());
+      for (const std::string& name : h.buffer_names) {
+        const std::string tensor = name.substr(0, name.find('#'));
+        const TensorRule& rule = r.tensors[id_of(m, tensor)];
+        const int stage = rule.layer >= 0 ? (rule.layer <= last_of_stage0 ? 0 : 1)
+                          : (tensor == "final_norm.weight" || tensor == "lm_head.weight") ? 1 : 0;
+        EXPECT_EQ(stage, at.pp) << tensor;
+      }
+      Holdings replica0;
+      ASSERT_TRUE(training_holdings(m, l, rank - at.dp * l.tp * l.fsdp, &replica0).is_ok());
+      EXPECT_EQ(h.buffer_names, replica0.buffer_names);
+      ASSERT_EQ(h.pieces.size(), replica0.pieces.size());
+      for (size_t i = 0; i < h.pieces.size(); ++i) EXPECT_EQ(h.pieces[i].box, replica0.pieces[i].box);
+      if (at.dp == 0) {
+        for (const LocalPiece& p : h.pieces) count_box(m, p.box, &counts);
+      }
+    }
+    expect_all_counts(m, counts, 1, "one replica's coverage");
+  }
+}
+
+// Tied embeddings: the first stage owns them, the last keeps them too (a buffer, no pieces).
+TEST(TrainingLayout, TiedEmbeddingsAreHeldByBothEndsAndOwnedByTheFirst) {
+  Manifest m = tiny_model();
+  m.tensors.erase(m.tensors.begin() + id_of(m, "lm_head.weight"));
+  ModelFamily family;
+  ASSERT_TRUE(load_model_family("dcr", &family).is_ok());
+  ModelDims dims;
+  dims.tied = true;
+  ModelRules r;
+  ASSERT_TRUE(resolve_rules(family, dims, m, &r).is_ok());
+  TrainingLayout l{1, 1, 1, &r};
+  l.pp = 2;
+  const uint32_t embed = id_of(m, "embed_tokens.weight");
+  for (int rank = 0; rank < 2; ++rank) {
+    Holdings h;
+    ASSERT_TRUE(training_holdings(m, l, rank, &h).is_ok());
+    EXPECT_NE(std::find(h.buffer_names.begin(), h.buffer_names.end(), "embed_tokens.weight#fsdp0"), h.buffer_names.end());
+    bool owns = false;
+    for (const LocalPiece& p : h.pieces) owns = owns || p.box.tensor == embed;
+    EXPECT_EQ(owns, rank == 0);
+  }
 }
 
 }  // namespace

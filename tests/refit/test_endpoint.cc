@@ -25,15 +25,7 @@ namespace fs = std::filesystem;
 constexpr int kTrainers = 2, kRelays = 1, kRollouts = 2, kRanks = kTrainers + kRelays + kRollouts;
 
 // The canonical model at `version`: random at version 1, each later version a 3% step on.
-CanonicalBits model_at(const Manifest& m, uint64_t version) {
-  CanonicalBits bits;
-  for (uint32_t t = 0; t < m.tensors.size(); ++t) {
-    const unsigned width = static_cast<unsigned>(m.tensors[t].width());
-    bits.push_back(test::random_bytes(m.tensors[t].nbytes(), 100 + t));
-    for (uint64_t v = 2; v <= version; ++v) bits.back() = test::perturb(bits.back(), width, 0.03, 1000 * v + t);
-  }
-  return bits;
-}
+CanonicalBits model_at(const Manifest& m, uint64_t version) { return test::versioned_model(m, version, 100); }
 
 TensorBytes bytes_of(const CanonicalBits& bits) {
   return [&bits](uint32_t t) { return bits[t].data(); };

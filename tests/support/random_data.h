@@ -46,8 +46,21 @@ inline std::vector<uint8_t> perturb(const std::vector<uint8_t>& base, unsigned w
 }  // namespace dcr::test
 
 #include "dcr/core/region.h"
+#include "dcr/core/tensor.h"
 
 namespace dcr::test {
+
+// A model's canonical bits at `version`: random at version 1 (tensor t from seed + t), each later
+// version v a 3% step on the one before (seed 10 * seed * v + t).
+inline std::vector<std::vector<uint8_t>> versioned_model(const Manifest& m, uint64_t version, uint64_t seed) {
+  std::vector<std::vector<uint8_t>> bits;
+  for (uint32_t t = 0; t < m.tensors.size(); ++t) {
+    const unsigned width = static_cast<unsigned>(m.tensors[t].width());
+    bits.push_back(random_bytes(m.tensors[t].nbytes(), seed + t));
+    for (uint64_t v = 2; v <= version; ++v) bits.back() = perturb(bits.back(), width, 0.03, 10 * seed * v + t);
+  }
+  return bits;
+}
 
 // `count` elements of one tensor row starting at column `col0`, stored densely at `data`.
 inline Region flat(uint32_t tensor, const void* data, uint64_t count, unsigned width, uint64_t col0 = 0) {

@@ -34,6 +34,10 @@ enum class SplitKind {
   expert_row,     // an expert's input band (w2), per local expert
 };
 
+// Which pipeline stage holds a tensor outside the layers: the first (embeddings; the default) or the
+// last (the final norm and the output layer). Layer tensors go with their layer.
+enum class PipelineStage { first, last };
+
 // Sizes from the checkpoint's config.json (0 where absent).
 struct ModelDims {
   int64_t heads = 0, kv_heads = 0, head_dim = 0, experts = 0;
@@ -59,6 +63,7 @@ struct FamilyRule {
   bool dropped_if_tied = false;  // absent when the embeddings are tied (lm_head): a tied checkpoint holding it is refused
   int quantize = -1;             // "quantize": served block-quantized (1) or as it is (0); -1: by kind (serve_quant.h)
   std::vector<std::string> shape;  // "shape": per dim, the config.json count it must equal ("": any)
+  PipelineStage stage = PipelineStage::first;  // "stage": "first" or "last", for tensors outside the layers
 };
 
 struct ModelFamily {
@@ -82,6 +87,7 @@ struct TensorRule {
   std::string pattern;   // the rule that matched (for messages)
   std::vector<std::string> shape;  // its "shape"
   int64_t layer = -1;    // the layer index the family's "layer" pattern finds in the name
+  PipelineStage stage = PipelineStage::first;  // its rule's "stage" (tensors outside the layers)
   // Block-quantized serving (serve_quant.h): a weight's parts, at training and at serving, fall on
   // whole `block` x `block` blocks; a scale grid (scales_of: the weight it scales) takes the parts of
   // its weight in block units.

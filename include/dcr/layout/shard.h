@@ -66,6 +66,8 @@ class Shard {
   // Copies every piece from another shard holding them (a baseline promotion): buffer by buffer
   // when both lay them out alike, piece by piece from a view.
   void copy_from(const Shard& other);
+  // The same for `boxes` only, each inside one piece of both (a data-parallel replica's share).
+  void copy_from(const Shard& other, const std::vector<Box>& boxes);
 
   // Buffer b's bytes and size (owned or the caller's).
   uint8_t* buffer(size_t b) const { return data_[b]; }

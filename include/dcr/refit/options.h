@@ -32,9 +32,13 @@ const char* apply_mode_name(ApplyMode mode);
 
 struct RefitOptions {
   JobRole role = JobRole::all;
-  int trainers = 2;                  // trainer ranks (fsdp = trainers / train_tp)
+  int trainers = 2;                  // trainer ranks (fsdp = trainers / (train_tp * train_pp * train_dp))
   int train_tp = 1;                  // tensor-parallel degree of the training layout
-  int train_ep = 1;                  // expert-parallel degree of the training layout (divides trainers)
+  int train_ep = 1;                  // expert-parallel degree (divides the trainers of a stage of a replica)
+  int train_pp = 1;                  // pipeline stages of the training layout
+  std::vector<int> train_pp_layers;  // layers per stage (empty: an even split)
+  int train_dp = 1;                  // data-parallel replicas of the training layout
+  bool check_replicas = false;       // trainers compare their parts' hashes with their replicas' each version
   int relays = -1;                   // relay ranks; -1 = one per node
   int fanout = 2;                    // children per relay in the relay tree
   int rollout_tp = 2;                // tensor-parallel degree of the serving layout

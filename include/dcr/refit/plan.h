@@ -13,6 +13,7 @@
 #include "dcr/layout/model_rules.h"
 #include "dcr/layout/piece.h"
 #include "dcr/layout/serve_quant.h"
+#include "dcr/layout/training_layout.h"
 #include "dcr/refit/options.h"
 #include "dcr/refit/topology.h"
 
@@ -37,9 +38,12 @@ struct RefitPlan {
   ModelRules rules;                  // the model family's split of every served tensor
   std::vector<ServedTensor> served;  // where each served tensor's bits come from
   ServeQuant quant = ServeQuant::none;
+  // What each trainer holds (training_layout.h); data-parallel replicas hold alike.
   std::vector<Holdings> trainer_holdings;
   std::vector<Holdings> rollout_holdings;
-  std::vector<std::vector<PlannedFrame>> frames;  // per trainer
+  // Per trainer, what it sends: the frames of its shard, cut and bundled once per stage group and
+  // spread over the group's data-parallel replicas (each frame sent by one).
+  std::vector<std::vector<PlannedFrame>> frames;
   // The serving layouts frames are cut for (promised_layouts() and this job's own, ascending): each
   // frame lies inside one piece, or apart from every piece, of every rank of each.
   std::vector<ServeShape> cut_layouts;
@@ -65,6 +69,9 @@ struct RefitPlan {
   // (tensor, row0, col0) of each frame -> (trainer, frame); frames never overlap.
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, std::pair<int, size_t>> index;
 };
+
+// The training layout `config` gives trainers of a model under `rules` (which must outlive it).
+TrainingLayout training_layout(const RefitOptions& config, const ModelRules& rules);
 
 // Fills rules (from --model-family, else config.json's model_type / architectures, else the "dcr"
 // presets' family), the served model (--serve-quant), then every holding and frame. The caller has

@@ -42,6 +42,8 @@ struct StepStats {
   uint64_t wire_bytes = 0;  // frame bytes a trainer sent
   uint64_t changed = 0;     // changed elements a trainer encoded
   uint64_t elements = 0;    // elements a trainer covered
+  uint64_t scanned_bytes = 0;  // bytes of its shard a trainer compared (its frames' boxes)
+  uint64_t scanned_most = 0;   // reduced (src/job): the largest scanned_bytes of any trainer
   double encode_s = 0;      // trainer: waiting for its encoders (all of the encoding, with one)
   double send_s = 0;        // trainer: waiting for the window and the last sends
   double forward_s = 0;     // relay: receive + forward
