@@ -143,33 +143,44 @@ int draw_ulps(uint64_t bits) {
 // ---- Loops over a range [begin, end) of a tensor's elements ----
 using Range = std::pair<uint64_t, uint64_t>;
 
-// fn(i, scaled_lr) for every element i of the range, scaled_lr being lr times its row's scale.
-template <typename Fn>
-void by_row(const Range& range, uint64_t cols, float lr, const std::vector<float>& row_scale, Fn&& fn) {
-  for (uint64_t i = range.first; i < range.second;) {
-    const uint64_t row = i / cols, row_end = std::min(range.second, (row + 1) * cols);
-    const float scaled_lr = row_scale.empty() ? lr : lr * row_scale[row];
-    for (; i < row_end; ++i) fn(i, scaled_lr);
-  }
+// lr scaled for row `row` (lr itself without row scales).
+float row_lr(const std::vector<float>& row_scale, float lr, uint64_t row) {
+  return row_scale.empty() ? lr : lr * row_scale[row];
+}
+
+// ---- One element i of a tensor: the same for the held elements and for tune_lr's sample ----
+// A step: the master moves by its scaled lr times the step's noise; the new stored word.
+template <typename F>
+typename F::Word stepped(uint64_t key, uint64_t i, float scaled_lr, float* master) {
+  *master = advance(*master, scaled_lr, bell(draw(key, i)));
+  return F::cast(*master);
+}
+
+// An injection: whether element i changes (with its new word and master).
+template <typename F>
+bool injected(uint64_t key, uint64_t i, uint64_t threshold, typename F::Word* word, float* master) {
+  const uint64_t bits = draw(key, i);
+  if ((bits >> 40) >= threshold) return false;
+  *word = move_ulps<F>(*word, draw_ulps(bits));
+  *master = F::value(*word);
+  return true;
 }
 
 template <typename F>
 void step_range(uint64_t key, float lr, const std::vector<float>& row_scale, uint64_t cols, const Range& range,
                 float* master, uint8_t* stored) {
-  by_row(range, cols, lr, row_scale, [&](uint64_t i, float scaled_lr) {
-    master[i] = advance(master[i], scaled_lr, bell(draw(key, i)));
-    put<F>(stored, i, F::cast(master[i]));
-  });
+  for (uint64_t i = range.first; i < range.second;) {
+    const uint64_t row = i / cols, row_end = std::min(range.second, (row + 1) * cols);
+    const float scaled_lr = row_lr(row_scale, lr, row);
+    for (; i < row_end; ++i) put<F>(stored, i, stepped<F>(key, i, scaled_lr, &master[i]));
+  }
 }
 
 template <typename F>
 void inject_range(uint64_t key, uint64_t threshold, const Range& range, float* master, uint8_t* stored) {
   for (uint64_t i = range.first; i < range.second; ++i) {
-    const uint64_t bits = draw(key, i);
-    if ((bits >> 40) >= threshold) continue;
-    const typename F::Word word = move_ulps<F>(load<F>(stored, i), draw_ulps(bits));
-    put<F>(stored, i, word);
-    master[i] = F::value(word);
+    typename F::Word word = load<F>(stored, i);
+    if (injected<F>(key, i, threshold, &word, &master[i])) put<F>(stored, i, word);
   }
 }
 
@@ -185,9 +196,6 @@ bool ends_with(const std::string& name, const std::string& suffix) {
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-uint64_t row_length(const TensorDesc& t) {
-  return t.shape.empty() ? 1 : static_cast<uint64_t>(t.shape.back());
-}
 
 Status check_tensor(const TensorDesc& t) {
   if (!t.is_buffer) {
@@ -244,7 +252,7 @@ struct Start {
     }
     const bool norm = has(t.name, "norm");
     const bool embedding = has(t.name, "embed") || has(t.name, "lm_head");
-    scale = (norm || embedding) ? 0.02f : 1.0f / std::sqrt(static_cast<float>(row_length(t)));
+    scale = (norm || embedding) ? 0.02f : 1.0f / std::sqrt(static_cast<float>(tensor_cols(t)));
     mean = norm ? 1.0f : 0.0f;
   }
 
@@ -377,7 +385,7 @@ Status ChangeModel::init_tensors(const ChangeModelOptions& options) {
   for (uint32_t id = 0; id < manifest_.tensors.size(); ++id) {
     const TensorDesc& t = manifest_.tensors[id];
     TensorState& state = tensors_[id];
-    state.held = ranges_of(held[id], row_length(t));
+    state.held = ranges_of(held[id], tensor_cols(t));
     DCR_TRY(ZeroPages::map(t.nbytes(), &state.stored).with_context("tensor '" + t.name + "'"));
     if (t.is_buffer) {
       init_buffer(id, options);
@@ -412,7 +420,7 @@ void ChangeModel::init_row_scale(uint32_t tensor, const ChangeModelOptions& opti
   const TensorDesc& t = manifest_.tensors[tensor];
   const uint64_t key = stream_key(seed_, Purpose::row_scale, 0, tensor);
   std::vector<float>& row_scale = tensors_[tensor].row_scale;
-  row_scale.resize(t.numel() / row_length(t));
+  row_scale.resize(tensor_rows(t));
   for (uint64_t r = 0; r < row_scale.size(); ++r) row_scale[r] = std::exp(kRowScaleSigma * bell(draw(key, r)));
 }
 
@@ -466,19 +474,17 @@ Status ChangeModel::step(double lr) {
     with_format(desc.dtype, [&](auto format) {
       using F = decltype(format);
       float* master = reinterpret_cast<float*>(state.master.data());
-      for (const Range& r : state.held) step_range<F>(key, lr_f, state.row_scale, row_length(desc), r, master, state.stored.data());
+      for (const Range& r : state.held) step_range<F>(key, lr_f, state.row_scale, tensor_cols(desc), r, master, state.stored.data());
     });
   }
   for (const Sample::Segment& segment : sample_->segments) {
     const TensorDesc& desc = manifest_.tensors[segment.tensor];
     const std::vector<float>& row_scale = tensors_[segment.tensor].row_scale;
-    const uint64_t key = stream_key(seed_, Purpose::step, steps_, segment.tensor), cols = row_length(desc);
+    const uint64_t key = stream_key(seed_, Purpose::step, steps_, segment.tensor), cols = tensor_cols(desc);
     with_format(desc.dtype, [&](auto format) {
       using F = decltype(format);
       Sample::each(segment, sample_->stride, [&](size_t j, uint64_t i) {
-        const float scaled_lr = row_scale.empty() ? lr_f : lr_f * row_scale[i / cols];
-        sample_->master[j] = advance(sample_->master[j], scaled_lr, bell(draw(key, i)));
-        sample_->word[j] = F::cast(sample_->master[j]);
+        sample_->word[j] = stepped<F>(key, i, row_lr(row_scale, lr_f, i / cols), &sample_->master[j]);
       });
     });
   }
@@ -505,11 +511,8 @@ Status ChangeModel::inject_uniform(double fraction) {
     with_format(manifest_.tensors[segment.tensor].dtype, [&](auto format) {
       using F = decltype(format);
       Sample::each(segment, sample_->stride, [&](size_t j, uint64_t i) {
-        const uint64_t bits = draw(key, i);
-        if ((bits >> 40) >= threshold) return;
-        const auto word = move_ulps<F>(static_cast<typename F::Word>(sample_->word[j]), draw_ulps(bits));
-        sample_->word[j] = word;
-        sample_->master[j] = F::value(word);
+        auto word = static_cast<typename F::Word>(sample_->word[j]);
+        if (injected<F>(key, i, threshold, &word, &sample_->master[j])) sample_->word[j] = word;
       });
     });
   }
@@ -558,9 +561,9 @@ double ChangeModel::tune_lr(double fraction) const {
   for (const Sample::Segment& segment : sample_->segments) {
     const std::vector<float>& row_scale = tensors_[segment.tensor].row_scale;
     const uint64_t key = stream_key(seed_, Purpose::step, steps_, segment.tensor);
-    const uint64_t cols = row_length(manifest_.tensors[segment.tensor]);
+    const uint64_t cols = tensor_cols(manifest_.tensors[segment.tensor]);
     Sample::each(segment, sample_->stride, [&](size_t j, uint64_t i) {
-      scale[j] = row_scale.empty() ? 1.0f : row_scale[i / cols];
+      scale[j] = row_lr(row_scale, 1.0f, i / cols);
       unit[j] = bell(draw(key, i));
     });
   }
