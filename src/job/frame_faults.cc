@@ -5,35 +5,28 @@
 
 #include "dcr/auth/seal.h"
 #include "dcr/codec/frame.h"
+#include "dcr/transport/forwarding.h"
 #include "src/job/faults.h"
 
 namespace dcr {
 namespace {
 
-class FrameFaultTransport : public Transport {
+class FrameFaultTransport : public ForwardingTransport {
  public:
   FrameFaultTransport(Transport* inner, FrameFault fault, std::function<const Keyring*()> keys, bool encrypt)
-      : inner_(inner), fault_(fault), keys_(std::move(keys)), encrypt_(encrypt) {}
+      : ForwardingTransport(inner), fault_(fault), keys_(std::move(keys)), encrypt_(encrypt) {}
 
-  std::string name() const override { return inner_->name() + "+fault"; }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  size_t sends_in_flight() const override { return inner_->sends_in_flight(); }
-  std::vector<int> peers_with_sends_in_flight() const override { return inner_->peers_with_sends_in_flight(); }
-  Status progress() override { return inner_->progress(); }
-  Status try_receive(int from, uint32_t channel, Message* out, bool* received) override {
-    return inner_->try_receive(from, channel, out, received);
-  }
+  std::string name() const override { return inner()->name() + "+fault"; }
 
   Status send(int peer, uint32_t channel, SharedBytes message) override {
     FrameHeader h;
     if (!peek_frame_header(message->data(), message->size(), &h).is_ok() || h.target_version != fault_.version) {
-      return inner_->send(peer, channel, std::move(message));
+      return inner()->send(peer, channel, std::move(message));
     }
     const bool first = passes_.insert(channel).second;  // each pass has its own channel
     std::vector<uint8_t> frame = *message;
     DCR_TRY(apply(first, h, &frame));
-    return inner_->send(peer, channel, std::make_shared<const std::vector<uint8_t>>(std::move(frame)));
+    return inner()->send(peer, channel, std::make_shared<const std::vector<uint8_t>>(std::move(frame)));
   }
 
  private:
@@ -78,7 +71,6 @@ class FrameFaultTransport : public Transport {
     return seal_frame(Keyring::of({fake}).for_publication(keys->publication()), encrypt_, frame);
   }
 
-  Transport* inner_;
   FrameFault fault_;
   std::function<const Keyring*()> keys_;
   bool encrypt_;

@@ -18,6 +18,7 @@
 #include "dcr/model/presets.h"
 #include "dcr/refit/endpoint.h"
 #include "dcr/refit/plan.h"
+#include "dcr/transport/forwarding.h"
 #include "support/random_data.h"
 
 namespace dcr {
@@ -27,26 +28,14 @@ namespace {
 CanonicalBits model_at(const Manifest& m, uint64_t version) { return test::versioned_model(m, version, 300); }
 
 // A trainer's link that keeps a copy of every frame it sends.
-class Keeping : public Transport {
+class Keeping : public ForwardingTransport {
  public:
-  explicit Keeping(Transport* inner) : inner_(inner) {}
-  std::string name() const override { return inner_->name(); }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  size_t sends_in_flight() const override { return inner_->sends_in_flight(); }
-  std::vector<int> peers_with_sends_in_flight() const override { return inner_->peers_with_sends_in_flight(); }
-  Status progress() override { return inner_->progress(); }
-  Status try_receive(int from, uint32_t channel, Message* out, bool* received) override {
-    return inner_->try_receive(from, channel, out, received);
-  }
+  using ForwardingTransport::ForwardingTransport;
   Status send(int peer, uint32_t channel, SharedBytes message) override {
     sent.push_back(message);
-    return inner_->send(peer, channel, std::move(message));
+    return ForwardingTransport::send(peer, channel, std::move(message));
   }
   std::vector<SharedBytes> sent;
-
- private:
-  Transport* inner_;
 };
 
 struct Layout {
