@@ -9,11 +9,7 @@
 # Writes results/memory-<timestamp>/{<case>.json,summary.json,summary.md,memory.png} and prints the
 # table. Usage: perf/bench_memory.sh   env: SIZES ("0.3 1.1"), PRESETS ("small medium")
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ -x build/dcr ] || scripts/build.sh
-source scripts/mpi_env.sh
-out=results/memory-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$out"
+source "$(dirname "$0")/setup.sh" memory
 sizes=${SIZES:-0.3 1.1}
 presets=${PRESETS:-small medium}
 

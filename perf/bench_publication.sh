@@ -11,11 +11,7 @@
 #   PROMISE (1,2,4,8), SINGLE (2), RUN (results/training-run: rate-R/step-* of each rate; "" to skip),
 #   KEEP_STEPS (20)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ -x build/dcr ] || scripts/build.sh
-source scripts/mpi_env.sh
-out=results/publication-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$out"
+source "$(dirname "$0")/setup.sh" publication
 model=${MODEL:-medium}
 rates=${RATES:-1 3 5}
 steps=${STEPS:-3}

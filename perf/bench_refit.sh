@@ -10,11 +10,7 @@
 #   env: NP, MODEL, LINKS, CONTEXTS, APPLY, STEPS, RATES
 #   e.g. LINKS="5 0.1" CONTEXTS="auto true false" MODEL=medium perf/bench_refit.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ -x build/dcr ] || scripts/build.sh
-source scripts/mpi_env.sh
-out=results/refit-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$out"
+source "$(dirname "$0")/setup.sh" refit
 modes=${APPLY:-stream staged}
 for mode in $modes; do
   case $mode in stream | staged) ;; *) echo "bench_refit: APPLY: '$mode' is neither stream nor staged" >&2; exit 2 ;; esac

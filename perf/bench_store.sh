@@ -8,11 +8,7 @@
 #   for S3, export the AWS_* settings, e.g. from `scripts/s3_server.sh start DIR`, and give
 #   s3://bucket/prefix)   env: MODEL (small), STEPS (8), RATES (1,3,5), FULL_EVERY (4)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ -x build/dcr ] || scripts/build.sh
-source scripts/mpi_env.sh
-out=results/store-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$out"
+source "$(dirname "$0")/setup.sh" store
 store=${1:-file://$PWD/$out/store}
 layout=(--model "${MODEL:-small}" --trainers 2 --rollout-tp 2 --steps "${STEPS:-8}" --rates "${RATES:-1,3,5}")
 mpirun --oversubscribe -np 3 build/dcr refit --role follow --store "$store" --relays 1 "${layout[@]}" \

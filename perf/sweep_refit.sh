@@ -3,11 +3,7 @@
 # in separate jobs on this machine, and writes results/sweep-<ts>/sweep.csv (one row per delta
 # version) plus each job's JSON. Env: RATE (percent, default 3), MODEL (default small).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ -x build/dcr ] || scripts/build.sh
-source scripts/mpi_env.sh
-out=results/sweep-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$out"
+source "$(dirname "$0")/setup.sh" sweep
 echo "transport,ranks,trainers,relays,fanout,depth,version,change_rate,wire_bytes,seconds,full_seconds,speedup,bitexact" >"$out/sweep.csv"
 # name: np trainers relays fanout rollout-tp
 layouts=("5 2 1 2 2" "7 2 1 2 2" "7 2 3 2 2" "8 2 2 1 2")

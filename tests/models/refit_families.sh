@@ -31,12 +31,9 @@ all_cases=(
   "llama-fp8-tp1|$fp8_run|--rollout-tp 1 --trainers 2 --serve-quant fp8-block"
   "llama-fp8-tp2|$fp8_run|--rollout-tp 2 --trainers 2 --train-tp 2 --serve-quant fp8-block"
 )
-cases=("$@")
-[ ${#cases[@]} -gt 0 ] || for c in "${all_cases[@]}"; do cases+=("${c%%|*}"); done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
+source "$here/cases.sh"
 
 wait_for_version() {  # file version pid
   for _ in $(seq 600); do
@@ -106,12 +103,6 @@ run_case() {
   fi
 }
 
-for name in "${cases[@]}"; do
-  spec=""
-  for c in "${all_cases[@]}"; do [ "${c%%|*}" = "$name" ] && spec=$c; done
-  [ -n "$spec" ] || { echo "unknown case $name"; exit 2; }
-  IFS='|' read -r _ gen refit <<<"$spec"
-  if run_case "$name" "$gen" "$refit"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
-done
+run_cases "$@"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

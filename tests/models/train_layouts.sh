@@ -31,12 +31,9 @@ all_cases=(
   "dp2|--family llama $geometry|--trainers 2 --train-dp 2|--trainers 1"
   "dp4|--family llama $geometry|--trainers 4 --train-dp 4|--trainers 1"
 )
-cases=("$@")
-[ ${#cases[@]} -gt 0 ] || for c in "${all_cases[@]}"; do cases+=("${c%%|*}"); done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
+source "$here/cases.sh"
 
 refit() {  # json log layout... (rollout options among them)
   local json=$1 log=$2
@@ -94,13 +91,7 @@ run_case() {
   done
 }
 
-for name in "${cases[@]}"; do
-  spec=""
-  for c in "${all_cases[@]}"; do [ "${c%%|*}" = "$name" ] && spec=$c; done
-  [ -n "$spec" ] || { echo "unknown case $name"; exit 2; }
-  IFS='|' read -r _ gen layout single <<<"$spec"
-  if run_case "$name" "$gen" "$layout" "$single"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
-done
+run_cases "$@"
 
 # --check-replicas on replicas that agree: every version commits, and the records say the same.
 dir="$work/check"
