@@ -148,7 +148,7 @@ Status EndpointCore::replicas_agree(uint64_t target) {
 }
 
 bool EndpointCore::replicas_refuse(Versions versions, Status* moved) {
-  if (!config.check_replicas) return false;
+  if (!config.check_replicas || config.train_dp == 1) return false;  // one replica: nothing to compare
   *moved = replicas_agree(versions.target);
   if (moved->is_ok()) return false;
   if (topology.world_rank == 0) log_error(topology, *moved);  // every rank found the same
